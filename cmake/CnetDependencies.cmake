@@ -1,0 +1,65 @@
+# Finds every dependency of cnet. A missing required one stops configure with one line that names the
+# Debian package to install (contrib/install-deps.sh installs them all).
+find_package(PkgConfig QUIET)
+if(NOT PKG_CONFIG_FOUND)
+  message(FATAL_ERROR "pkg-config not found: apt-get install pkg-config")
+endif()
+
+# cnet_require_pkgconfig(<imported target> <pkg-config module> <debian package>)
+function(cnet_require_pkgconfig target module package)
+  pkg_check_modules(${target} QUIET IMPORTED_TARGET GLOBAL ${module})
+  if(NOT ${target}_FOUND)
+    message(FATAL_ERROR "${module} not found: apt-get install ${package}")
+  endif()
+  add_library(cnet::${target} ALIAS PkgConfig::${target})
+endfunction()
+
+# cnet_require_package(<find_package name> <debian package> [find_package args...])
+macro(cnet_require_package name package)
+  find_package(${name} QUIET ${ARGN})
+  if(NOT ${name}_FOUND)
+    message(FATAL_ERROR "${name} not found: apt-get install ${package}")
+  endif()
+endmacro()
+
+cnet_require_pkgconfig(pmix pmix libpmix-dev)
+cnet_require_pkgconfig(ucx ucx libucx-dev)
+cnet_require_pkgconfig(hwloc hwloc libhwloc-dev)
+cnet_require_pkgconfig(openblas openblas libopenblas-dev)
+cnet_require_package(Boost libboost-program-options-dev COMPONENTS program_options)
+cnet_require_package(nlohmann_json nlohmann-json3-dev)
+cnet_require_package(Threads libc6-dev)
+
+# Slurm: spank.h for the SPANK plugin, libslurm for cnet-pool.
+find_path(SLURM_INCLUDE_DIR slurm/spank.h)
+find_library(SLURM_LIBRARY slurm)
+if(NOT SLURM_INCLUDE_DIR OR NOT SLURM_LIBRARY)
+  message(FATAL_ERROR "Slurm headers/library (slurm/spank.h, libslurm) not found: apt-get install libslurm-dev")
+endif()
+add_library(cnet::slurm UNKNOWN IMPORTED GLOBAL)
+set_target_properties(cnet::slurm PROPERTIES IMPORTED_LOCATION "${SLURM_LIBRARY}"
+                                             INTERFACE_INCLUDE_DIRECTORIES "${SLURM_INCLUDE_DIR}")
+file(STRINGS "${SLURM_INCLUDE_DIR}/slurm/slurm_version.h" _slurm_version_line REGEX "define SLURM_VERSION_NUMBER")
+string(REGEX MATCH "0x[0-9a-fA-F]+" CNET_SLURM_VERSION_HEX "${_slurm_version_line}")
+
+if(CNET_BUILD_TESTS)
+  cnet_require_package(GTest libgtest-dev)
+  cnet_require_package(benchmark libbenchmark-dev)
+endif()
+
+# Optional GPU path: CUDA runtime, cuBLAS and NCCL. AUTO builds it when all three are found.
+set(CNET_CUDA_FOUND OFF)
+if(NOT CNET_WITH_CUDA STREQUAL "OFF")
+  list(APPEND CMAKE_PREFIX_PATH /usr/local/cuda)
+  find_package(CUDAToolkit QUIET)
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+  find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
+  if(CUDAToolkit_FOUND AND TARGET CUDA::cublas AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+    set(CNET_CUDA_FOUND ON)
+    add_library(cnet::nccl UNKNOWN IMPORTED GLOBAL)
+    set_target_properties(cnet::nccl PROPERTIES IMPORTED_LOCATION "${NCCL_LIBRARY}"
+                                                INTERFACE_INCLUDE_DIRECTORIES "${NCCL_INCLUDE_DIR}")
+  elseif(CNET_WITH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "CNET_WITH_CUDA=ON but CUDA runtime, cuBLAS or NCCL not found: install the CUDA toolkit and NCCL (libnccl-dev)")
+  endif()
+endif()

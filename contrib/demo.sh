@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The README's main job: build, start a 2-node minicluster, run a job across it through srun, show the
+# result, and stop the cluster again (pass --keep to leave it running).
+# Today the job is the PMIx rendezvous every cnet rank starts with; the pipeline job replaces it once
+# cnet-run exists.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${CNET_BUILD_DIR:-$repo/build}
+keep=0
+[[ ${1:-} == --keep ]] && keep=1
+
+"$repo/contrib/build.sh"
+export CNET_MINICLUSTER_DIR=${CNET_MINICLUSTER_DIR:-/var/tmp/cnet-demo-$(id -u)}
+mc=$repo/contrib/minicluster
+"$mc" down >/dev/null
+"$mc" up 2
+((keep)) || trap '"$mc" down' EXIT
+"$mc" run -- sinfo -N -o '%N %t %c %G'
+echo
+echo "$ srun --mpi=pmix -N2 --ntasks-per-node=2 --gres=gpu:1 pmix_exchange"
+"$mc" run -- timeout 120 srun --mpi=pmix -N2 --ntasks-per-node=2 --gres=gpu:1 "$build/bin/pmix_exchange" | sort
+((keep)) && echo "cluster left running: eval \"\$($mc env)\"; '$mc down' stops it"

@@ -1,0 +1,23 @@
+# A second, 3-node cluster beside the fixture one: its own ports, three distinct hostnames, and `down`
+# leaves no process and no state behind.
+source "$(dirname "$0")/lib.sh"
+
+fixture_conf=$CNET_MINICLUSTER_DIR/etc/slurm.conf
+second=$(mktemp -d /var/tmp/cnet-second-XXXXXX)
+export CNET_MINICLUSTER_DIR=$second/state
+trap '"$CNET_MINICLUSTER" down >/dev/null 2>&1; rm -rf "$second"' EXIT
+
+"$CNET_MINICLUSTER" up 3
+first_port=$(grep '^SlurmctldPort=' "$fixture_conf")
+second_port=$(grep '^SlurmctldPort=' "$CNET_MINICLUSTER_DIR/etc/slurm.conf")
+[[ $first_port != "$second_port" ]] || fail "second cluster reuses the fixture's $first_port"
+pids=$(cat "$CNET_MINICLUSTER_DIR"/run/*.pid)
+expect_eq "$(wc -w <<<"$pids")" 5 "recorded daemons (munged, slurmctld, 3 slurmd)"
+
+hosts=$("$CNET_MINICLUSTER" run -- timeout 60 srun -N3 hostname | sort | tr '\n' ' ')
+expect_eq "$hosts" "cn1 cn2 cn3 " "hostnames of srun -N3"
+
+"$CNET_MINICLUSTER" down
+for p in $pids; do kill -0 "$p" 2>/dev/null && fail "pid $p still running after down"; done
+[[ ! -e $CNET_MINICLUSTER_DIR ]] || fail "state folder left behind"
+echo "second cluster on $second_port (fixture: $first_port) came up and went down cleanly"

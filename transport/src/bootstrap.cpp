@@ -1,0 +1,137 @@
+#include "cnet/transport/bootstrap.hpp"
+
+#include <pmix.h>
+
+#include <cstring>
+
+namespace cnet::transport {
+namespace {
+
+std::string status_text(pmix_status_t rc) { return PMIx_Error_string(rc); }
+
+void check(pmix_status_t rc, std::string_view what) {
+  if (rc != PMIX_SUCCESS) throw BootstrapError(std::string(what) + " failed: " + status_text(rc));
+}
+
+// PMIx_Get with the value type checked: PMIx hands back integers of several widths.
+std::uint32_t get_uint(const pmix_proc_t& proc, const char* key) {
+  pmix_value_t* value = nullptr;
+  check(PMIx_Get(&proc, key, nullptr, 0, &value), std::string("PMIx_Get(") + key + ")");
+  std::uint32_t out = 0;
+  switch (value->type) {
+    case PMIX_UINT32: out = value->data.uint32; break;
+    case PMIX_UINT16: out = value->data.uint16; break;
+    case PMIX_INT: out = static_cast<std::uint32_t>(value->data.integer); break;
+    case PMIX_UINT64: out = static_cast<std::uint32_t>(value->data.uint64); break;
+    default: {
+      std::string type = PMIx_Data_type_string(value->type);
+      PMIX_VALUE_RELEASE(value);
+      throw BootstrapError(std::string("PMIx key ") + key + " has unexpected type " + type);
+    }
+  }
+  PMIX_VALUE_RELEASE(value);
+  return out;
+}
+
+std::string get_text(const pmix_proc_t& proc, const char* key) {
+  pmix_value_t* value = nullptr;
+  check(PMIx_Get(&proc, key, nullptr, 0, &value), std::string("PMIx_Get(") + key + ")");
+  std::string out = value->type == PMIX_STRING && value->data.string ? value->data.string : "";
+  PMIX_VALUE_RELEASE(value);
+  return out;
+}
+
+}  // namespace
+
+struct Bootstrap::PmixState {
+  pmix_proc_t self{};
+};
+
+std::unique_ptr<Bootstrap> Bootstrap::connect(std::chrono::seconds timeout) {
+  return std::unique_ptr<Bootstrap>(new Bootstrap(timeout));
+}
+
+Bootstrap::Bootstrap(std::chrono::seconds timeout) : timeout_(timeout), pmix_(std::make_unique<PmixState>()) {
+  if (std::getenv("PMIX_NAMESPACE") == nullptr)
+    throw BootstrapError("no PMIx server in this environment: run under 'srun --mpi=pmix' (or MpiDefault=pmix) "
+                         "or with a cnet '--local N' launcher");
+  check(PMIx_Init(&pmix_->self, nullptr, 0), "PMIx_Init");
+  pmix_proc_t job{};
+  PMIX_LOAD_PROCID(&job, pmix_->self.nspace, PMIX_RANK_WILDCARD);
+  placement_.rank = pmix_->self.rank;
+  placement_.job_id = pmix_->self.nspace;
+  placement_.size = get_uint(job, PMIX_JOB_SIZE);
+  placement_.local_size = get_uint(job, PMIX_LOCAL_SIZE);
+  placement_.num_nodes = get_uint(job, PMIX_NUM_NODES);
+  placement_.local_rank = get_uint(pmix_->self, PMIX_LOCAL_RANK);
+  placement_.node_id = get_uint(pmix_->self, PMIX_NODEID);
+  placement_.hostname = get_text(pmix_->self, PMIX_HOSTNAME);
+}
+
+Bootstrap::~Bootstrap() { PMIx_Finalize(nullptr, 0); }
+
+void Bootstrap::put(std::string_view key, std::span<const std::byte> blob) {
+  pmix_value_t value{};
+  value.type = PMIX_BYTE_OBJECT;
+  // PMIx copies the value during Put, so pointing at the caller's bytes is enough.
+  value.data.bo.bytes = const_cast<char*>(reinterpret_cast<const char*>(blob.data()));
+  value.data.bo.size = blob.size();
+  check(PMIx_Put(PMIX_GLOBAL, std::string(key).c_str(), &value), "PMIx_Put(" + std::string(key) + ")");
+}
+
+void Bootstrap::put(std::string_view key, std::string_view text) {
+  put(key, std::as_bytes(std::span(text.data(), text.size())));
+}
+
+void Bootstrap::commit() { check(PMIx_Commit(), "PMIx_Commit"); }
+
+void Bootstrap::fence(bool collect_data) {
+  pmix_proc_t all{};
+  PMIX_LOAD_PROCID(&all, pmix_->self.nspace, PMIX_RANK_WILDCARD);
+  pmix_info_t info[2];
+  bool collect = collect_data;
+  int timeout_s = static_cast<int>(timeout_.count());
+  PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+  PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout_s, PMIX_INT);
+  pmix_status_t rc = PMIx_Fence(&all, 1, info, 2);
+  PMIX_INFO_DESTRUCT(&info[0]);
+  PMIX_INFO_DESTRUCT(&info[1]);
+  if (rc == PMIX_ERR_TIMEOUT)
+    throw BootstrapError("fence timed out after " + std::to_string(timeout_s) + " s: not all " +
+                         std::to_string(placement_.size) + " ranks of " + placement_.job_id + " arrived");
+  check(rc, "PMIx_Fence");
+}
+
+std::vector<std::byte> Bootstrap::get(std::uint32_t rank, std::string_view key) {
+  pmix_proc_t peer{};
+  PMIX_LOAD_PROCID(&peer, pmix_->self.nspace, rank);
+  pmix_info_t info;
+  int timeout_s = static_cast<int>(timeout_.count());
+  PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout_s, PMIX_INT);
+  pmix_value_t* value = nullptr;
+  pmix_status_t rc = PMIx_Get(&peer, std::string(key).c_str(), &info, 1, &value);
+  PMIX_INFO_DESTRUCT(&info);
+  if (rc != PMIX_SUCCESS)
+    throw BootstrapError("rank " + std::to_string(rank) + " published no '" + std::string(key) +
+                         "': " + status_text(rc));
+  if (value->type != PMIX_BYTE_OBJECT) {
+    PMIX_VALUE_RELEASE(value);
+    throw BootstrapError("key '" + std::string(key) + "' of rank " + std::to_string(rank) + " is not a blob");
+  }
+  auto* bytes = reinterpret_cast<const std::byte*>(value->data.bo.bytes);
+  std::vector<std::byte> out(bytes, bytes + value->data.bo.size);
+  PMIX_VALUE_RELEASE(value);
+  return out;
+}
+
+std::string Bootstrap::get_string(std::uint32_t rank, std::string_view key) {
+  auto blob = get(rank, key);
+  return std::string(reinterpret_cast<const char*>(blob.data()), blob.size());
+}
+
+void Bootstrap::abort(int status, std::string_view message) {
+  PMIx_Abort(status, std::string(message).c_str(), nullptr, 0);
+  std::_Exit(status == 0 ? 1 : status);
+}
+
+}  // namespace cnet::transport
