@@ -1,0 +1,88 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "cnet/topology/discover.hpp"
+#include "test_support.hpp"
+
+using namespace cnet::topology;
+using cnet::topology::testing::fixture;
+using cnet::topology::testing::TempDir;
+
+namespace {
+std::string error_for(DiscoveryOptions o) {
+  try {
+    discover(o);
+  } catch (const TopologyError& e) {
+    return e.what();
+  }
+  return "";
+}
+DiscoveryOptions xml(const std::filesystem::path& p) {
+  DiscoveryOptions o;
+  o.hwloc_xml = p;
+  return o;
+}
+}  // namespace
+
+TEST(BadInput, TruncatedXmlNamesTheFileAndTheFix) {
+  std::ifstream in(fixture("hwloc/nvidiaDGX2.xml"));
+  std::stringstream whole;
+  whole << in.rdbuf();
+  TempDir d;
+  d.write("cut.xml", whole.str().substr(0, whole.str().size() / 2));
+  std::string err = error_for(xml(d.path() / "cut.xml"));
+  EXPECT_NE(err.find("cut.xml"), std::string::npos) << err;
+  EXPECT_NE(err.find("lstopo --of xml"), std::string::npos) << err;
+}
+
+TEST(BadInput, GarbageEmptyAndMissingFiles) {
+  TempDir d;
+  d.write("garbage.xml", "<<<not xml at all\x01\x02");
+  d.write("empty.xml", "");
+  EXPECT_NE(error_for(xml(d.path() / "garbage.xml")).find("not a valid hwloc"), std::string::npos);
+  EXPECT_NE(error_for(xml(d.path() / "empty.xml")).find("not a valid hwloc"), std::string::npos);
+  std::string missing = error_for(xml(d.path() / "nope.xml"));
+  EXPECT_NE(missing.find("cannot read"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("nope.xml"), std::string::npos) << missing;
+}
+
+TEST(BadInput, SysfsRootWithoutSysIsRefused) {
+  TempDir d;
+  DiscoveryOptions o;
+  o.sysfs_root = d.path();
+  EXPECT_NE(error_for(o).find("has no sys/ folder"), std::string::npos);
+}
+
+// A sysfs root for an XML export may be missing pieces (no infiniband class, unreadable files):
+// discovery carries on with what it has.
+TEST(BadInput, PartialSysfsIsTolerated) {
+  TempDir d;
+  d.write("sys/class/net/eth0/mtu", "not-a-number\n");
+  DiscoveryOptions o = xml(fixture("hwloc/32em64t-2n8c2t-pci-wholeio.xml"));
+  o.sysfs_root = d.path();
+  NodeTopology topo = discover(o);
+  EXPECT_EQ(topo.gpus.size(), 3u);
+  for (const auto& n : topo.nics) {
+    EXPECT_EQ(n.mtu, 0u) << n.name;
+  }
+}
+
+TEST(BadInput, MachineWithoutGpusSaysSo) {
+  NodeTopology topo = discover(xml(fixture("hwloc/96em64t-4n4d3ca2co-pci.xml")));
+  EXPECT_TRUE(topo.gpus.empty());
+  ASSERT_FALSE(topo.notes.empty());
+  EXPECT_EQ(topo.notes.front(), "no GPU found");
+}
+
+TEST(LiveDiscovery, ThisMachineGivesASensibleTopology) {
+  NodeTopology topo = discover();
+  EXPECT_GT(topo.pus, 0u);
+  EXPECT_FALSE(topo.numa_nodes.empty());
+  EXPECT_FALSE(topo.hostname.empty());
+  for (const auto& n : topo.nics) {
+    EXPECT_FALSE(n.name.empty());
+    EXPECT_NE(n.name, "lo") << "loopback is not a NIC";
+  }
+}

@@ -1,0 +1,84 @@
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <regex>
+
+#include "cnet/topology/discover.hpp"
+#include "cnet/topology/emit.hpp"
+#include "test_support.hpp"
+
+using namespace cnet::topology;
+using cnet::topology::testing::fixture;
+
+namespace {
+NodeTopology load(const std::string& name) {
+  DiscoveryOptions o;
+  o.hwloc_xml = fixture("hwloc/" + name);
+  return discover(o);
+}
+}  // namespace
+
+TEST(GresConf, GpuAndRdmaLines) {
+  std::string gres = to_gres_conf(load("32em64t-2n8c2t-pci-wholeio.xml"));
+  EXPECT_NE(gres.find("NodeName=conan Name=gpu Type=tesla_k40m File=/dev/nvidia2 Cores=8-15 Links=0,0,-1\n"), std::string::npos)
+      << gres;
+  EXPECT_NE(gres.find("NodeName=conan Name=rdma Type=mlx5_0 File=/dev/infiniband/uverbs0 Cores=8-15\n"), std::string::npos)
+      << gres;
+}
+
+TEST(GresConf, LinksCountDirectNvlinksOnly) {
+  std::string gres = to_gres_conf(load("power8gpudistances.xml"));
+  EXPECT_NE(gres.find("File=/dev/nvidia0 Cores=0-3 Links=-1,2,0,0\n"), std::string::npos) << gres;
+  // Behind NVSwitches Slurm's own NVML detection reports 0 direct links; so must we, or slurmd drains.
+  std::string dgx = to_gres_conf(load("nvidiaDGX2.xml"));
+  EXPECT_NE(dgx.find("Links=-1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0\n"), std::string::npos) << dgx;
+}
+
+TEST(NodeFeatures, ModelMemoryFabricAndNvlink) {
+  EXPECT_EQ(to_node_features(load("nvidiaDGX2.xml")),
+            "NodeName=NODE Gres=gpu:tesla_v100-sxm3-32gb-h:16 Features=gpumem32g,nvlink,tesla_v100-sxm3-32gb-h\n");
+  EXPECT_EQ(to_node_features(load("32em64t-2n8c2t-pci-wholeio.xml")),
+            "NodeName=conan Gres=gpu:tesla_k40m:1,gpu:tesla_m2075_dual-slot_computing_processor_module:2,rdma:1 "
+            "Features=gpumem12g,ib,tesla_k40m,tesla_m2075_dual-slot_computing_processor_module\n");
+}
+
+TEST(NcclXml, SwitchNestingAffinityAndNvlinks) {
+  std::string xml = to_nccl_xml(load("nvidiaDGX2.xml"));
+  EXPECT_EQ(xml.rfind("<system version=\"1\">", 0), 0u);
+  // GPU 34:00.0 sits under PLX 32:00.0 which sits under PLX 2c:00.0, under NUMA node 0.
+  std::regex nesting(
+      "<cpu numaid=\"0\"[^>]*>\\s*<pci busid=\"0000:2c:00.0\" class=\"0x060400\"[^>]*>\\s*"
+      "<pci busid=\"0000:32:00.0\"[^>]*>\\s*<pci busid=\"0000:34:00.0\" class=\"0x030200\"[^>]*>\\s*"
+      "<gpu dev=\"0\" sm=\"70\" rank=\"0\" gdr=\"1\">");
+  EXPECT_TRUE(std::regex_search(xml, nesting)) << xml.substr(0, 1200);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(xml, m, std::regex("affinity=\"([^\"]*)\"")));
+  EXPECT_TRUE(std::regex_match(m[1].str(), std::regex("[0-9a-f]{8}(,[0-9a-f]{8})*"))) << m[1];
+  EXPECT_NE(xml.find("<nvlink target=\"0000:66:00.0\" count=\"1\" tclass=\"0x068000\"/>"), std::string::npos);
+  EXPECT_EQ(xml.find("0000:3B"), std::string::npos) << "bus ids must be lowercase";
+}
+
+TEST(NcclXml, NicsCarryNameSpeedAndGuid) {
+  std::string xml = to_nccl_xml(load("32em64t-2n8c2t-pci-wholeio.xml"));
+  EXPECT_NE(xml.find("<net name=\"mlx5_0\" dev=\"0\" port=\"1\" guid=\"0x248a0703001e39fe\" gdr=\"1\"/>"), std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<cpu numaid=\"1\" affinity=\"ff00ff00\""), std::string::npos) << xml;
+}
+
+TEST(Json, StableVersionedSchema) {
+  auto j = nlohmann::json::parse(to_json(load("32em64t-2n8c2t-pci-wholeio.xml")));
+  EXPECT_EQ(j["schema"], kJsonSchema);
+  EXPECT_EQ(j["gpus"].size(), 3u);
+  EXPECT_EQ(j["gpus"][2]["locality"]["numa_node"], 1);
+  EXPECT_EQ(j["paths"]["gpu_gpu"][1][2], "PHB");
+  EXPECT_EQ(j["pairing"][2]["nic"], "mlx5_0");
+  EXPECT_EQ(j["pairing"][2]["path"], "PIX");
+  EXPECT_EQ(j["nics"][0]["kind"], "ib");
+}
+
+TEST(Matrix, LooksLikeNvidiaSmi) {
+  std::string m = to_matrix(load("32em64t-2n8c2t-pci-wholeio.xml"));
+  EXPECT_NE(m.find("GPU2    SYS     PHB     X       PIX"), std::string::npos) << m;
+  EXPECT_NE(m.find("NIC0: mlx5_0 (ib, ACTIVE, 0000:04:00.0)"), std::string::npos) << m;
+  EXPECT_NE(m.find("GPU2 -> mlx5_0 (PIX)"), std::string::npos) << m;
+}

@@ -1,0 +1,54 @@
+#include "cnet/topology/check.hpp"
+
+#include <map>
+#include <set>
+
+#include "cnet/topology/paths.hpp"
+
+namespace cnet::topology {
+
+std::vector<Finding> check_links(const NodeTopology& topo, const CheckOptions& options) {
+  std::vector<Finding> findings;
+  for (const auto& n : topo.nics) {
+    if (!n.rdma_device.empty() && !n.state.empty() && n.state != "ACTIVE")
+      findings.push_back({n.name, "RDMA port " + std::to_string(n.port) + " is " + n.state + ", not ACTIVE",
+                          "check the cable and that a subnet manager (opensm/UFM) sees the port: ibstat " + n.rdma_device});
+    if (n.kind == NicKind::ib && n.lanes && n.lanes < options.expected_ib_lanes)
+      findings.push_back({n.name,
+                          "link trained at " + std::to_string(n.lanes) + "X (" + std::to_string(n.rate_gbps) +
+                              " Gb/s) instead of " + std::to_string(options.expected_ib_lanes) + "X",
+                          "reseat or replace the cable; check the switch port with ibportstate"});
+    if (options.min_rate_gbps && n.rate_gbps && n.rate_gbps < options.min_rate_gbps)
+      findings.push_back({n.name,
+                          "negotiated " + std::to_string(n.rate_gbps) + " Gb/s, below the expected " +
+                              std::to_string(options.min_rate_gbps) + " Gb/s",
+                          "check the cable, the switch port speed and the NIC firmware"});
+  }
+
+  // NICs of one fabric must agree on MTU, or large messages stall or fragment between nodes.
+  std::map<NicKind, std::map<unsigned, std::vector<std::string>>> mtus;
+  for (const auto& n : topo.nics)
+    if (n.mtu) mtus[n.kind][n.mtu].push_back(n.netdev.empty() ? n.name : n.netdev);
+  for (const auto& [kind, by_mtu] : mtus) {
+    if (by_mtu.size() < 2) continue;
+    std::string seen;
+    for (const auto& [mtu, names] : by_mtu)
+      for (const auto& name : names) seen += (seen.empty() ? "" : ", ") + name + "=" + std::to_string(mtu);
+    findings.push_back({to_string(kind), "MTU differs between NICs of the same fabric: " + seen,
+                        "set one MTU on all of them (ip link set DEV mtu N) and on the switches"});
+  }
+
+  if (!topo.nics.empty()) {
+    for (const auto& p : pair_gpus_with_nics(topo)) {
+      if (p.nic >= 0 && p.path.level != PathLevel::sys) continue;
+      const Gpu& g = topo.gpus[p.gpu];
+      findings.push_back({"GPU" + std::to_string(g.index),
+                          "no NIC on the socket of GPU" + std::to_string(g.index) + " (" + g.pci.bus_id +
+                              "): its network traffic crosses the CPU interconnect",
+                          "place a NIC on that socket, or bind jobs on this GPU with --cnet-bind=closest and expect less bandwidth"});
+    }
+  }
+  return findings;
+}
+
+}  // namespace cnet::topology

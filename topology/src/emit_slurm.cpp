@@ -1,0 +1,91 @@
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "cnet/topology/emit.hpp"
+#include "cnet/topology/paths.hpp"
+
+namespace cnet::topology {
+namespace {
+
+std::string node_prefix(const NodeTopology& topo) { return topo.hostname.empty() ? "" : "NodeName=" + topo.hostname + " "; }
+
+// RDMA devices are numbered /dev/infiniband/uverbsN in name order on a node without renames.
+std::vector<const Nic*> rdma_nics(const NodeTopology& topo) {
+  std::vector<const Nic*> out;
+  for (const auto& n : topo.nics)
+    if (!n.rdma_device.empty()) out.push_back(&n);
+  std::sort(out.begin(), out.end(), [](const Nic* a, const Nic* b) { return a->rdma_device < b->rdma_device; });
+  return out;
+}
+
+// The fabric a node offers jobs: its RDMA NICs if it has any, else its Ethernet.
+std::set<std::string> fabric_features(const NodeTopology& topo) {
+  std::set<std::string> out;
+  bool any_rdma = !rdma_nics(topo).empty();
+  for (const auto& n : topo.nics)
+    if (!any_rdma || n.kind != NicKind::eth) out.insert(fabric_feature(n));
+  return out;
+}
+
+}  // namespace
+
+std::string to_gres_conf(const NodeTopology& topo) {
+  std::ostringstream out;
+  out << "# gres.conf for " << (topo.hostname.empty() ? "this node" : topo.hostname) << ", written by cnet-topo\n";
+  for (const auto& g : topo.gpus) {
+    out << node_prefix(topo) << "Name=gpu Type=" << gres_type(g.model) << " File=/dev/nvidia" << g.minor;
+    if (!g.locality.cores.empty()) out << " Cores=" << compress_ranges(g.locality.cores);
+    if (topo.gpus.size() > 1) {
+      // Slurm's Links: entry i is the number of direct links to GPU i (bus id order), -1 for itself.
+      out << " Links=";
+      for (const auto& peer : topo.gpus) {
+        if (&peer != &topo.gpus.front()) out << ',';
+        if (&peer == &g) { out << "-1"; continue; }
+        unsigned direct = 0;
+        for (const auto& l : g.nvlinks)
+          if (l.target == NvLink::Target::gpu && l.target_bus_id == peer.pci.bus_id) direct += l.count;
+        out << direct;
+      }
+    }
+    out << '\n';
+  }
+  auto rdma = rdma_nics(topo);
+  for (std::size_t i = 0; i < rdma.size(); ++i) {
+    out << node_prefix(topo) << "Name=rdma Type=" << rdma[i]->rdma_device << " File=/dev/infiniband/uverbs" << i;
+    if (!rdma[i]->locality.cores.empty()) out << " Cores=" << compress_ranges(rdma[i]->locality.cores);
+    out << '\n';
+  }
+  return out.str();
+}
+
+std::string to_node_features(const NodeTopology& topo) {
+  std::set<std::string> features;
+  std::map<std::string, unsigned> gpu_types;
+  bool nvlink = false;
+  for (const auto& g : topo.gpus) {
+    ++gpu_types[gres_type(g.model)];
+    features.insert(gres_type(g.model));
+    if (auto mem = memory_class(g.memory_bytes); !mem.empty()) features.insert(mem);
+    nvlink = nvlink || !g.nvlinks.empty();
+  }
+  if (nvlink) features.insert("nvlink");
+  for (const auto& f : fabric_features(topo)) features.insert(f);
+
+  std::ostringstream out;
+  out << "NodeName=" << (topo.hostname.empty() ? "NODE" : topo.hostname);
+  std::string gres;
+  for (const auto& [type, count] : gpu_types) gres += (gres.empty() ? "" : ",") + ("gpu:" + type + ":" + std::to_string(count));
+  if (auto rdma = rdma_nics(topo).size()) gres += (gres.empty() ? "" : ",") + ("rdma:" + std::to_string(rdma));
+  if (!gres.empty()) out << " Gres=" << gres;
+  if (!features.empty()) {
+    out << " Features=";
+    bool first = true;
+    for (const auto& f : features) out << (first ? "" : ",") << f, first = false;
+  }
+  out << '\n';
+  return out.str();
+}
+
+}  // namespace cnet::topology
