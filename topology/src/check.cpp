@@ -26,16 +26,19 @@ std::vector<Finding> check_links(const NodeTopology& topo, const CheckOptions& o
   }
 
   // NICs of one fabric must agree on MTU, or large messages stall or fragment between nodes.
-  std::map<NicKind, std::map<unsigned, std::vector<std::string>>> mtus;
+  std::map<NicKind, std::vector<std::pair<std::string, unsigned>>> mtus;  // in NIC (bus id) order
   for (const auto& n : topo.nics)
-    if (n.mtu) mtus[n.kind][n.mtu].push_back(n.netdev.empty() ? n.name : n.netdev);
-  for (const auto& [kind, by_mtu] : mtus) {
-    if (by_mtu.size() < 2) continue;
+    if (n.mtu) mtus[n.kind].emplace_back(n.netdev.empty() ? n.name : n.netdev, n.mtu);
+  for (const auto& [kind, nics] : mtus) {
+    std::set<unsigned> distinct;
     std::string seen;
-    for (const auto& [mtu, names] : by_mtu)
-      for (const auto& name : names) seen += (seen.empty() ? "" : ", ") + name + "=" + std::to_string(mtu);
-    findings.push_back({to_string(kind), "MTU differs between NICs of the same fabric: " + seen,
-                        "set one MTU on all of them (ip link set DEV mtu N) and on the switches"});
+    for (const auto& [name, mtu] : nics) {
+      distinct.insert(mtu);
+      seen += (seen.empty() ? "" : ", ") + name + "=" + std::to_string(mtu);
+    }
+    if (distinct.size() > 1)
+      findings.push_back({to_string(kind), "MTU differs between NICs of the same fabric: " + seen,
+                          "set one MTU on all of them (ip link set DEV mtu N) and on the switches"});
   }
 
   if (!topo.nics.empty()) {
@@ -45,7 +48,8 @@ std::vector<Finding> check_links(const NodeTopology& topo, const CheckOptions& o
       findings.push_back({"GPU" + std::to_string(g.index),
                           "no NIC on the socket of GPU" + std::to_string(g.index) + " (" + g.pci.bus_id +
                               "): its network traffic crosses the CPU interconnect",
-                          "place a NIC on that socket, or bind jobs on this GPU with --cnet-bind=closest and expect less bandwidth"});
+                          "place a NIC on that socket, or bind jobs on this GPU with --cnet-bind=closest and expect less bandwidth",
+                          false});
     }
   }
   return findings;

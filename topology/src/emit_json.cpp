@@ -1,3 +1,6 @@
+// JSON schema cnet.topology/v1 (topology/README.md): written by cnet-topo and the slurmd-side cache,
+// read back by the SPANK plugin in every job step, so everything classification and the emitters use
+// round-trips.
 #include <nlohmann/json.hpp>
 
 #include "cnet/topology/emit.hpp"
@@ -7,18 +10,58 @@ namespace cnet::topology {
 namespace {
 using nlohmann::json;
 
+std::string hex4(unsigned v) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04x", v);
+  return buf;
+}
+unsigned from_hex(const json& j) { return static_cast<unsigned>(std::stoul(j.get<std::string>(), nullptr, 16)); }
+
+const char* link_kind(NvLink::Target t) {
+  return t == NvLink::Target::gpu ? "gpu" : t == NvLink::Target::nvswitch ? "nvswitch" : "cpu";
+}
+
 json locality_json(const Locality& l) {
   json path = json::array();
-  for (const auto& hop : l.pci_path) path.push_back(hop.host_bridge ? "hostbridge" : hop.bus_id);
-  return {{"numa_node", l.numa_node}, {"cpuset", l.cpuset}, {"cores", compress_ranges(l.cores)}, {"pci_path", path}};
+  for (const auto& hop : l.pci_path)
+    path.push_back({{"id", hop.id}, {"host_bridge", hop.host_bridge}, {"bus_id", hop.bus_id}, {"class", hex4(hop.class_id)},
+                    {"vendor", hex4(hop.vendor_id)}, {"device", hex4(hop.device_id)}, {"link_gbytes_per_s", hop.link_gbytes_per_s}});
+  return {{"numa_node", l.numa_node}, {"nodeset", l.nodeset}, {"cpuset", l.cpuset}, {"cpumask", l.cpumask},
+          {"cores", compress_ranges(l.cores)}, {"pci_path", path}};
 }
 
 json pci_json(const PciIdentity& p) {
-  char ids[32];
-  std::snprintf(ids, sizeof ids, "%04x:%04x", p.vendor_id, p.device_id);
-  char cls[8];
-  std::snprintf(cls, sizeof cls, "%04x", p.class_id);
-  return {{"bus_id", p.bus_id}, {"class", cls}, {"id", ids}, {"link_gbytes_per_s", p.link_gbytes_per_s}};
+  return {{"bus_id", p.bus_id},           {"class", hex4(p.class_id)},          {"vendor", hex4(p.vendor_id)},
+          {"device", hex4(p.device_id)}, {"subvendor", hex4(p.subvendor_id)}, {"subdevice", hex4(p.subdevice_id)},
+          {"link_gbytes_per_s", p.link_gbytes_per_s}};
+}
+
+Locality locality_from(const json& j) {
+  Locality l;
+  l.numa_node = j.at("numa_node");
+  l.nodeset = j.at("nodeset");
+  l.cpuset = j.at("cpuset");
+  l.cpumask = j.at("cpumask");
+  for (const auto& h : j.at("pci_path"))
+    l.pci_path.push_back({h.at("id"), h.at("host_bridge"), h.at("bus_id"), from_hex(h.at("class")),
+                          static_cast<std::uint16_t>(from_hex(h.at("vendor"))), static_cast<std::uint16_t>(from_hex(h.at("device"))),
+                          h.at("link_gbytes_per_s")});
+  std::string cores = j.at("cores");
+  for (std::size_t start = 0; start < cores.size();) {
+    std::size_t comma = cores.find(',', start), dash = cores.find('-', start);
+    std::size_t end = comma == std::string::npos ? cores.size() : comma;
+    unsigned lo = static_cast<unsigned>(std::stoul(cores.substr(start, end - start)));
+    unsigned hi = dash != std::string::npos && dash < end ? static_cast<unsigned>(std::stoul(cores.substr(dash + 1, end - dash - 1))) : lo;
+    for (unsigned c = lo; c <= hi; ++c) l.cores.push_back(c);
+    start = end + 1;
+  }
+  return l;
+}
+
+PciIdentity pci_from(const json& j) {
+  return {j.at("bus_id"), from_hex(j.at("class")), static_cast<std::uint16_t>(from_hex(j.at("vendor"))),
+          static_cast<std::uint16_t>(from_hex(j.at("device"))), static_cast<std::uint16_t>(from_hex(j.at("subvendor"))),
+          static_cast<std::uint16_t>(from_hex(j.at("subdevice"))), j.at("link_gbytes_per_s")};
 }
 
 }  // namespace
@@ -27,18 +70,16 @@ std::string to_json(const NodeTopology& topo) {
   json j;
   j["schema"] = kJsonSchema;
   j["host"] = topo.hostname;
-  j["cpu"] = {{"arch", topo.cpu.arch}, {"vendor", topo.cpu.vendor}, {"model", topo.cpu.model_name},
-              {"packages", topo.packages}, {"cores", topo.cores}, {"pus", topo.pus}};
+  j["cpu"] = {{"arch", topo.cpu.arch},     {"vendor", topo.cpu.vendor}, {"family", topo.cpu.family},
+              {"model_number", topo.cpu.model}, {"model", topo.cpu.model_name}, {"packages", topo.packages},
+              {"cores", topo.cores},       {"pus", topo.pus}};
   j["numa_nodes"] = json::array();
   for (const auto& n : topo.numa_nodes)
-    j["numa_nodes"].push_back({{"os_index", n.os_index}, {"cpuset", n.cpuset}, {"memory_bytes", n.memory_bytes}});
+    j["numa_nodes"].push_back({{"os_index", n.os_index}, {"cpuset", n.cpuset}, {"cpumask", n.cpumask}, {"memory_bytes", n.memory_bytes}});
   j["gpus"] = json::array();
   for (const auto& g : topo.gpus) {
     json links = json::array();
-    for (const auto& l : g.nvlinks)
-      links.push_back({{"target", l.target_bus_id},
-                       {"kind", l.target == NvLink::Target::gpu ? "gpu" : l.target == NvLink::Target::nvswitch ? "nvswitch" : "cpu"},
-                       {"count", l.count}});
+    for (const auto& l : g.nvlinks) links.push_back({{"target", l.target_bus_id}, {"kind", link_kind(l.target)}, {"count", l.count}});
     j["gpus"].push_back({{"index", g.index}, {"minor", g.minor}, {"vendor", g.vendor}, {"model", g.model},
                          {"gres_type", gres_type(g.model)}, {"memory_bytes", g.memory_bytes},
                          {"pci", pci_json(g.pci)}, {"locality", locality_json(g.locality)}, {"nvlinks", links}});
@@ -49,6 +90,7 @@ std::string to_json(const NodeTopology& topo) {
                          {"rdma_device", n.rdma_device}, {"port", n.port}, {"state", n.state},
                          {"rate_gbps", n.rate_gbps}, {"lanes", n.lanes}, {"mtu", n.mtu}, {"guid", n.guid},
                          {"pci", pci_json(n.pci)}, {"locality", locality_json(n.locality)}});
+  j["nvswitches"] = topo.nvswitch_bus_ids;
   json gpu_gpu = json::array(), gpu_nic = json::array();
   for (const auto& a : topo.gpus) {
     json row = json::array(), nic_row = json::array();
@@ -64,6 +106,65 @@ std::string to_json(const NodeTopology& topo) {
                             {"path", p.nic >= 0 ? json(p.path.label()) : json(nullptr)}});
   j["notes"] = topo.notes;
   return j.dump(2) + "\n";
+}
+
+NodeTopology from_json(const std::string& text) {
+  try {
+    json j = json::parse(text);
+    if (j.value("schema", "") != kJsonSchema)
+      throw TopologyError("not a " + std::string(kJsonSchema) + " topology JSON document (schema '" + j.value("schema", "") +
+                          "'); regenerate it with this version of cnet-topo --format json");
+    NodeTopology t;
+    t.hostname = j.at("host");
+    const auto& cpu = j.at("cpu");
+    t.cpu = {cpu.at("arch"), cpu.at("vendor"), cpu.at("family"), cpu.at("model_number"), cpu.at("model")};
+    t.packages = cpu.at("packages");
+    t.cores = cpu.at("cores");
+    t.pus = cpu.at("pus");
+    for (const auto& n : j.at("numa_nodes")) t.numa_nodes.push_back({n.at("os_index"), n.at("cpuset"), n.at("cpumask"), n.at("memory_bytes")});
+    for (const auto& g : j.at("gpus")) {
+      Gpu gpu;
+      gpu.index = g.at("index");
+      gpu.minor = g.at("minor");
+      gpu.vendor = g.at("vendor");
+      gpu.model = g.at("model");
+      gpu.memory_bytes = g.at("memory_bytes");
+      gpu.pci = pci_from(g.at("pci"));
+      gpu.locality = locality_from(g.at("locality"));
+      for (const auto& l : g.at("nvlinks")) {
+        std::string kind = l.at("kind");
+        gpu.nvlinks.push_back({l.at("target"), kind == "gpu" ? NvLink::Target::gpu : kind == "nvswitch" ? NvLink::Target::nvswitch : NvLink::Target::cpu,
+                               l.at("count")});
+      }
+      t.gpus.push_back(std::move(gpu));
+    }
+    for (const auto& n : j.at("nics")) {
+      Nic nic;
+      nic.name = n.at("name");
+      std::string kind = n.at("kind");
+      nic.kind = kind == "ib" ? NicKind::ib : kind == "roce" ? NicKind::roce : NicKind::eth;
+      nic.netdev = n.at("netdev");
+      nic.rdma_device = n.at("rdma_device");
+      nic.port = n.at("port");
+      nic.state = n.at("state");
+      nic.rate_gbps = n.at("rate_gbps");
+      nic.lanes = n.at("lanes");
+      nic.mtu = n.at("mtu");
+      nic.guid = n.at("guid");
+      nic.pci = pci_from(n.at("pci"));
+      nic.locality = locality_from(n.at("locality"));
+      t.nics.push_back(std::move(nic));
+    }
+    t.nvswitch_bus_ids = j.at("nvswitches").get<std::vector<std::string>>();
+    t.notes = j.at("notes").get<std::vector<std::string>>();
+    return t;
+  } catch (const json::exception& e) {
+    throw TopologyError(std::string("damaged topology JSON: ") + e.what() + "; regenerate it with cnet-topo --format json");
+  } catch (const std::invalid_argument& e) {
+    throw TopologyError(std::string("damaged topology JSON: bad number (") + e.what() + ")");
+  } catch (const std::out_of_range& e) {
+    throw TopologyError(std::string("damaged topology JSON: number out of range (") + e.what() + ")");
+  }
 }
 
 }  // namespace cnet::topology

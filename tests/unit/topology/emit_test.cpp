@@ -82,3 +82,26 @@ TEST(Matrix, LooksLikeNvidiaSmi) {
   EXPECT_NE(m.find("NIC0: mlx5_0 (ib, ACTIVE, 0000:04:00.0)"), std::string::npos) << m;
   EXPECT_NE(m.find("GPU2 -> mlx5_0 (PIX)"), std::string::npos) << m;
 }
+
+// The slurmd-side cache is JSON read back in every job step: everything must survive the round trip.
+TEST(Json, RoundTripsEveryFixture) {
+  for (const auto& entry : std::filesystem::directory_iterator(fixture("hwloc"))) {
+    NodeTopology t = load(entry.path().filename());
+    NodeTopology back = from_json(to_json(t));
+    EXPECT_EQ(to_json(back), to_json(t)) << entry.path();
+    EXPECT_EQ(to_nccl_xml(back), to_nccl_xml(t)) << entry.path();
+    EXPECT_EQ(to_gres_conf(back), to_gres_conf(t)) << entry.path();
+    EXPECT_EQ(to_matrix(back), to_matrix(t)) << entry.path();
+  }
+}
+
+TEST(Json, DamagedDocumentsAreRefusedWithAReason) {
+  for (std::string bad : {"", "{", "[]", "{\"schema\":\"other/v9\"}", "{\"schema\":\"cnet.topology/v1\"}"}) {
+    try {
+      from_json(bad);
+      ADD_FAILURE() << "accepted: " << bad;
+    } catch (const TopologyError& e) {
+      EXPECT_NE(std::string(e.what()).find("topology JSON"), std::string::npos) << e.what();
+    }
+  }
+}

@@ -76,6 +76,7 @@ TEST(Check, HealthyNicsOnlyFlagTheGpuWithoutALocalNic) {
   auto findings = check_links(topo);
   ASSERT_EQ(findings.size(), 1u) << findings.front().problem;
   EXPECT_TRUE(has_finding(findings, "GPU0", "no NIC on the socket")) << "GPU 03:00.0 sits on NUMA 0, every NIC on NUMA 1";
+  EXPECT_FALSE(findings.front().link_fault) << "a placement property, not a fault of a link";
 }
 
 TEST(Check, FlagsDownPortDegradedWidthAndMtuMismatch) {
@@ -86,6 +87,9 @@ TEST(Check, FlagsDownPortDegradedWidthAndMtuMismatch) {
   EXPECT_TRUE(has_finding(findings, "mlx5_0", "2X"));
   EXPECT_TRUE(has_finding(findings, "eth", "eth0=9000"));
   EXPECT_TRUE(has_finding(findings, "eth", "eth1=1500"));
+  for (const auto& f : findings) {
+    EXPECT_EQ(f.link_fault, f.subject != "GPU0") << f.problem;
+  }
   CheckOptions strict;
   strict.min_rate_gbps = 100;
   EXPECT_TRUE(has_finding(check_links(discover_with(d), strict), "mlx5_0", "below the expected 100"));

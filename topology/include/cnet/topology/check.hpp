@@ -17,6 +17,9 @@ struct Finding {
   std::string subject;  // "mlx5_0", "GPU2", "ib"
   std::string problem;  // what is wrong, with the values seen
   std::string fix;      // what to do about it
+  // A link fault (port down, degraded, mismatched) that breaks or slows jobs now, as opposed to a
+  // placement property of the machine; a job preflight (--cnet-check) fails only on these.
+  bool link_fault = true;
 };
 
 std::vector<Finding> check_links(const NodeTopology& topo, const CheckOptions& options = {});

@@ -12,6 +12,7 @@ namespace cnet::topology {
 constexpr const char* kJsonSchema = "cnet.topology/v1";
 
 std::string to_json(const NodeTopology& topo);           // stable, versioned (topology/README.md)
+NodeTopology from_json(const std::string& text);         // the inverse; throws TopologyError
 std::string to_gres_conf(const NodeTopology& topo);      // gres.conf lines: Name=gpu ..., Name=rdma ...
 std::string to_node_features(const NodeTopology& topo);  // slurm.conf NodeName fragment with Gres= and Features=
 std::string to_nccl_xml(const NodeTopology& topo);       // NCCL_TOPO_FILE format

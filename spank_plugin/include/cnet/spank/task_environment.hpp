@@ -1,0 +1,46 @@
+#pragma once
+// What one task of a job step gets from cnet: NIC/transport environment for its GPUs, the CPUs to bind
+// it to, or the reason it must not start. Pure logic over a NodeTopology, so it is tested outside Slurm.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cnet/topology/model.hpp"
+
+namespace cnet::scheduling {
+
+enum class BindMode { none, closest, strict };
+enum class NetMode { automatic, rdma, tcp };
+
+std::optional<BindMode> parse_bind(std::string_view value);  // none|closest|strict
+std::optional<NetMode> parse_net(std::string_view value);    // auto|rdma|tcp
+// A user-supplied option value is only looked at when it is short, printable and free of shell
+// metacharacters; anything else is rejected before it reaches a path, a log line or the environment.
+bool plain_value(std::string_view value, std::size_t max_length = 64);
+// "0,1,3", "0-2,5" -> indexes; nullopt on anything else (including more than 1024 entries).
+std::optional<std::vector<unsigned>> parse_index_list(std::string_view text);
+
+struct TaskRequest {
+  std::vector<unsigned> step_gpus;  // GPU indexes (bus order) allocated to the step on this node
+  unsigned local_task = 0, local_tasks = 1;
+  BindMode bind = BindMode::closest;
+  bool bind_requested = false;      // the user asked for --cnet-bind explicitly
+  NetMode net = NetMode::automatic;
+  std::string template_name;        // "" when none
+  std::string topology_path;        // exported as CNET_TOPOLOGY
+  std::string nccl_topo_file;       // exported as NCCL_TOPO_FILE when set
+};
+
+struct TaskEnvironment {
+  std::vector<std::pair<std::string, std::string>> variables;
+  std::vector<unsigned> cpus;  // OS CPU indexes to bind to (strict); empty: leave binding alone
+  std::string error;           // set: the task must not start, and this says why and what to do
+  std::string warning;         // set: the task starts, but the user asked for something cnet could not do
+};
+
+TaskEnvironment plan_task_environment(const topology::NodeTopology& topo, const TaskRequest& request);
+
+}  // namespace cnet::scheduling

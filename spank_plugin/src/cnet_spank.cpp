@@ -1,0 +1,384 @@
+// cnet.so: the SPANK plugin. A thin C-ABI shell over libcnet_topology and the scheduling library:
+// every entry point catches everything, reports through slurm_error or the task's stderr, and returns
+// an error code; nothing is thrown across the ABI and no shell is ever run.
+//
+// plugstack.conf: required cnet.so templates=/etc/slurm/cnet-templates.conf [cache=/var/spool/cnet]
+//                 [hwloc_xml=FILE] [sysfs_root=DIR]   (the last two point discovery at a fixture, for tests)
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "cnet/spank/task_environment.hpp"
+#include "cnet/spank/template_catalog.hpp"
+#include "cnet/topology/check.hpp"
+#include "cnet/topology/discover.hpp"
+#include "cnet/topology/emit.hpp"
+
+// spank.h has no C++ guards of its own, and SPANK_PLUGIN's const globals would have internal linkage
+// in C++, hiding them from Slurm's plugin loader: spell them out with extern.
+extern "C" {
+#include <slurm/slurm_version.h>
+#include <slurm/spank.h>
+extern const char plugin_name[] = "cnet";
+extern const char plugin_type[] = "spank";
+extern const unsigned int plugin_version = SLURM_VERSION_NUMBER;
+extern const unsigned int spank_plugin_version = 1;
+}
+
+namespace {
+using namespace cnet::scheduling;
+namespace topo = cnet::topology;
+
+constexpr int kOk = 0, kFail = -1;
+
+struct PluginArgs {
+  std::string templates = "/etc/slurm/cnet-templates.conf";
+  std::string cache_dir = "/var/spool/cnet";
+  std::string hwloc_xml, sysfs_root;
+};
+
+// What this process saw on the command line (client) or received with the step (remote).
+struct Options {
+  std::string template_name;
+  BindMode bind = BindMode::closest;
+  bool bind_requested = false;
+  NetMode net = NetMode::automatic;
+  bool check = false;
+};
+Options g_options;
+PluginArgs g_args;
+std::optional<topo::NodeTopology> g_step_topology;  // read in user_init, used by every task
+std::string g_nccl_topo_file;
+
+bool absolute_plain_path(const std::string& p) {
+  if (p.empty() || p[0] != '/' || p.size() > 1024 || p.find("/../") != std::string::npos || p.ends_with("/..")) return false;
+  for (char c : p)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '_' || c == '-' || c == '.' || c == '+')) return false;
+  return true;
+}
+
+bool parse_args(int ac, char** av) {
+  for (int i = 0; i < ac; ++i) {
+    std::string arg = av[i];
+    auto eq = arg.find('=');
+    std::string key = arg.substr(0, eq), value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    std::string* slot = key == "templates" ? &g_args.templates : key == "cache" ? &g_args.cache_dir
+                      : key == "hwloc_xml" ? &g_args.hwloc_xml : key == "sysfs_root" ? &g_args.sysfs_root : nullptr;
+    if (!slot) {
+      slurm_error("cnet: unknown plugstack.conf argument '%s' (known: templates=, cache=, hwloc_xml=, sysfs_root=)", arg.c_str());
+      return false;
+    }
+    if (!absolute_plain_path(value)) {
+      slurm_error("cnet: plugstack.conf argument %s needs an absolute path without '..' or special characters", key.c_str());
+      return false;
+    }
+    *slot = value;
+  }
+  return true;
+}
+
+std::string hostname() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return host;
+}
+
+std::string cache_path() { return g_args.cache_dir + "/topology-" + hostname() + ".json"; }
+
+topo::NodeTopology discover_node() {
+  topo::DiscoveryOptions o;
+  if (!g_args.hwloc_xml.empty()) o.hwloc_xml = g_args.hwloc_xml;
+  if (!g_args.sysfs_root.empty()) o.sysfs_root = g_args.sysfs_root;
+  topo::NodeTopology t = topo::discover(o);
+  if (!g_args.hwloc_xml.empty()) t.hostname = hostname();  // a fixture describes this node in tests
+  return t;
+}
+
+// slurmd, as root: discover once and leave a world-readable cache for the job steps.
+void write_topology_cache() {
+  std::filesystem::create_directories(g_args.cache_dir);
+  chmod(g_args.cache_dir.c_str(), 0755);
+  std::string path = cache_path(), tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << topo::to_json(discover_node());
+    if (!out.flush()) throw std::runtime_error("cannot write " + tmp);
+  }
+  chmod(tmp.c_str(), 0644);
+  std::filesystem::rename(tmp, path);
+  slurm_info("cnet: node topology cached in %s", path.c_str());
+}
+
+topo::NodeTopology read_topology_cache() {
+  std::ifstream in(cache_path());
+  if (!in) return discover_node();  // slurmd could not write it: discover now rather than fail the job
+  std::stringstream text;
+  text << in.rdbuf();
+  return topo::from_json(text.str());
+}
+
+// ---- option callbacks: run in the client (remote == 0) and again in slurmstepd (remote == 1) ----
+
+int on_template(int, const char* optarg, int remote) {
+  std::string v = optarg ? optarg : "";
+  if (!plain_value(v) || (!valid_template_name(v) && v != "list")) {
+    slurm_error("cnet: --cnet-template needs a template name (letters, digits, '_', '.', '-'; at most 64), or 'list'");
+    return kFail;
+  }
+  if (!remote) {
+    try {
+      TemplateCatalog catalog = TemplateCatalog::load(g_args.templates);
+      if (v == "list") {
+        std::printf("cnet resource templates (%s):\n", g_args.templates.c_str());
+        for (const auto& t : catalog.templates()) std::printf("  %s\n", t.summary().c_str());
+        std::fflush(stdout);
+        std::_Exit(0);  // like --help: print and stop the client before anything is submitted
+      }
+      if (!catalog.find(v)) {
+        slurm_error("cnet: unknown template '%s'; valid templates: %s (see --cnet-template=list)", v.c_str(),
+                    catalog.names().c_str());
+        return kFail;
+      }
+    } catch (const std::exception& e) {
+      slurm_error("cnet: %s", e.what());
+      return kFail;
+    }
+  }
+  g_options.template_name = v;
+  return kOk;
+}
+
+int on_bind(int, const char* optarg, int) {
+  auto mode = parse_bind(optarg ? optarg : "");
+  if (!mode) {
+    slurm_error("cnet: --cnet-bind must be none, closest or strict");
+    return kFail;
+  }
+  g_options.bind = *mode;
+  g_options.bind_requested = true;
+  return kOk;
+}
+
+int on_net(int, const char* optarg, int) {
+  auto mode = parse_net(optarg ? optarg : "");
+  if (!mode) {
+    slurm_error("cnet: --cnet-net must be auto, rdma or tcp");
+    return kFail;
+  }
+  g_options.net = *mode;
+  return kOk;
+}
+
+int on_check(int, const char*, int) {
+  g_options.check = true;
+  return kOk;
+}
+
+struct spank_option g_spank_options[] = {
+    {const_cast<char*>("cnet-template"), const_cast<char*>("NAME"),
+     const_cast<char*>("cnet resource template to apply ('list' prints them)"), 1, 0, on_template},
+    {const_cast<char*>("cnet-bind"), const_cast<char*>("MODE"),
+     const_cast<char*>("cnet GPU/NIC/CPU binding per task: none, closest (default) or strict"), 1, 0, on_bind},
+    {const_cast<char*>("cnet-net"), const_cast<char*>("NET"),
+     const_cast<char*>("cnet transport: auto (default), rdma or tcp"), 1, 0, on_net},
+    {const_cast<char*>("cnet-check"), nullptr,
+     const_cast<char*>("cnet preflight: fail the step if a node's NICs are down, degraded or mismatched"), 0, 0, on_check},
+};
+
+template <typename F>
+int guarded(const char* where, F&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    slurm_error("cnet: %s: %s", where, e.what());
+  } catch (...) {
+    slurm_error("cnet: %s: unexpected error", where);
+  }
+  return kFail;
+}
+
+std::string getenv_of(spank_t sp, const char* name) {
+  char buf[4096];
+  if (spank_getenv(sp, name, buf, sizeof buf) != ESPANK_SUCCESS) return "";
+  return buf;
+}
+
+// Writes the step's NCCL topology into a private folder in the job's tmp. Runs in user_init, where
+// slurmstepd has dropped to the job user, so the files belong to the user; O_NOFOLLOW/O_EXCL refuse
+// anything planted there.
+std::string write_nccl_topology(spank_t sp, const topo::NodeTopology& node) {
+  std::string tmp = getenv_of(sp, "TMPDIR");
+  if (!absolute_plain_path(tmp)) tmp = "/tmp";
+  uint32_t job = 0, step = 0;
+  spank_get_item(sp, S_JOB_ID, &job);
+  spank_get_item(sp, S_JOB_STEPID, &step);
+  std::string dir = tmp + "/cnet-" + std::to_string(job) + "." + std::to_string(step);
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw std::runtime_error("cannot create " + dir + ": " + std::strerror(errno));
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+    throw std::runtime_error(dir + " exists and is not this user's own folder");
+  std::string path = dir + "/nccl-topo.xml";
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("cannot create " + path + ": " + std::strerror(errno));
+  std::string xml = topo::to_nccl_xml(node);
+  bool ok = write(fd, xml.data(), xml.size()) == static_cast<ssize_t>(xml.size());
+  close(fd);
+  if (!ok) throw std::runtime_error("cannot write " + path);
+  return path;
+}
+
+// Removes what write_nccl_topology made, refusing to follow a folder the user swapped for a link.
+void remove_nccl_topology(uid_t owner) {
+  if (g_nccl_topo_file.empty()) return;
+  std::string dir = std::filesystem::path(g_nccl_topo_file).parent_path();
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && st.st_uid == owner) unlinkat(fd, "nccl-topo.xml", 0);
+  close(fd);
+  rmdir(dir.c_str());
+}
+
+void print_to_task(const std::string& line) {
+  std::string text = "cnet: " + hostname() + ": " + line + "\n";
+  ssize_t ignored = write(STDERR_FILENO, text.data(), text.size());
+  (void)ignored;
+}
+
+// Binds the calling task to `cpus`, never widening what Slurm already gave it.
+void bind_cpus(const std::vector<unsigned>& cpus) {
+  cpu_set_t allowed, wanted;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  CPU_ZERO(&wanted);
+  for (unsigned c : cpus)
+    if (c < CPU_SETSIZE && CPU_ISSET(c, &allowed)) CPU_SET(c, &wanted);
+  if (CPU_COUNT(&wanted) == 0) {
+    print_to_task("--cnet-bind=strict: none of the GPU's cores are in this task's allowed CPUs; binding left as is");
+    return;
+  }
+  sched_setaffinity(0, sizeof wanted, &wanted);
+}
+
+}  // namespace
+
+extern "C" {
+
+int slurm_spank_init(spank_t sp, int ac, char** av) {
+  return guarded("init", [&] {
+    if (!parse_args(ac, av)) return kFail;
+    spank_context_t ctx = spank_context();
+    if (ctx == S_CTX_SLURMD) {
+      // A discovery failure must not keep slurmd down: jobs fall back to discovering per step.
+      try {
+        write_topology_cache();
+      } catch (const std::exception& e) {
+        slurm_error("cnet: topology discovery for the cache failed: %s; steps will discover on their own", e.what());
+      }
+      return kOk;
+    }
+    if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR) return kOk;
+    for (auto& opt : g_spank_options)
+      if (spank_option_register(sp, &opt) != ESPANK_SUCCESS) {
+        slurm_error("cnet: cannot register --%s", opt.name);
+        return kFail;
+      }
+    return kOk;
+  });
+}
+
+// Client side: the template travels to slurmctld in the job's SPANK environment, where job_submit/cnet
+// applies it. This plugin does not pretend to change resources itself.
+int slurm_spank_init_post_opt(spank_t sp, int, char**) {
+  return guarded("init_post_opt", [&] {
+    spank_context_t ctx = spank_context();
+    if ((ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR) && !g_options.template_name.empty())
+      spank_job_control_setenv(sp, "CNET_TEMPLATE", g_options.template_name.c_str(), 1);
+    return kOk;
+  });
+}
+
+int slurm_spank_user_init(spank_t sp, int, char**) {
+  if (!spank_remote(sp)) return kOk;
+  return guarded("user_init", [&] {
+    g_step_topology = read_topology_cache();
+    try {
+      g_nccl_topo_file = write_nccl_topology(sp, *g_step_topology);
+    } catch (const std::exception& e) {
+      slurm_error("cnet: no NCCL topology file for this step: %s", e.what());  // NCCL still detects on its own
+    }
+    return kOk;
+  });
+}
+
+int slurm_spank_task_init(spank_t sp, int, char**) {
+  if (!spank_remote(sp)) return kOk;
+  return guarded("task_init", [&] {
+    int local_task = 0;
+    uint32_t local_tasks = 1;
+    spank_get_item(sp, S_TASK_ID, &local_task);
+    spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks);
+
+    if (g_options.check) {
+      auto findings = topo::check_links(discover_node());
+      std::erase_if(findings, [](const topo::Finding& f) { return !f.link_fault; });
+      if (!findings.empty()) {
+        if (local_task == 0)
+          for (const auto& f : findings) print_to_task("--cnet-check: " + f.subject + ": " + f.problem + " -- fix: " + f.fix);
+        return kFail;
+      }
+    }
+    if (!g_step_topology) g_step_topology = read_topology_cache();
+
+    TaskRequest request;
+    std::string gpus = getenv_of(sp, "SLURM_STEP_GPUS");
+    if (gpus.empty()) gpus = getenv_of(sp, "CUDA_VISIBLE_DEVICES");
+    if (!gpus.empty()) {
+      auto parsed = parse_index_list(gpus);
+      if (!parsed) {
+        print_to_task("cannot read the step's GPU list '" + gpus.substr(0, 64) + "'; GPU binding skipped");
+      } else {
+        request.step_gpus = *parsed;
+      }
+    }
+    request.local_task = static_cast<unsigned>(local_task);
+    request.local_tasks = local_tasks;
+    request.bind = g_options.bind;
+    request.bind_requested = g_options.bind_requested;
+    request.net = g_options.net;
+    request.template_name = g_options.template_name;
+    request.topology_path = std::filesystem::exists(cache_path()) ? cache_path() : "";
+    request.nccl_topo_file = g_nccl_topo_file;
+
+    TaskEnvironment env = plan_task_environment(*g_step_topology, request);
+    if (!env.error.empty()) {
+      print_to_task(env.error);
+      return kFail;
+    }
+    if (!env.warning.empty() && local_task == 0) print_to_task(env.warning);
+    for (const auto& [name, value] : env.variables) spank_setenv(sp, name.c_str(), value.c_str(), 1);
+    if (!env.cpus.empty()) bind_cpus(env.cpus);
+    return kOk;
+  });
+}
+
+int slurm_spank_exit(spank_t sp, int, char**) {
+  if (!spank_remote(sp)) return kOk;
+  return guarded("exit", [&] {
+    uid_t uid = 0;
+    spank_get_item(sp, S_JOB_UID, &uid);
+    remove_nccl_topology(uid);
+    return kOk;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,113 @@
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "cnet/spank/task_environment.hpp"
+#include "cnet/topology/discover.hpp"
+
+using namespace cnet::scheduling;
+namespace topo = cnet::topology;
+
+namespace {
+topo::NodeTopology fixture(const std::string& name) {
+  topo::DiscoveryOptions o;
+  o.hwloc_xml = std::string(CNET_FIXTURES_DIR) + "/hwloc/" + name;
+  return topo::discover(o);
+}
+std::map<std::string, std::string> vars(const TaskEnvironment& env) { return {env.variables.begin(), env.variables.end()}; }
+}  // namespace
+
+TEST(OptionGrammar, PlainValuesOnly) {
+  EXPECT_TRUE(plain_value("closest"));
+  EXPECT_TRUE(plain_value("train-8gpu"));
+  for (const std::string& bad : std::vector<std::string>{"", "$(id)", "`id`", "a b", "a;b", "../x/", std::string("a\0b", 3), std::string(10240, 'x'), "a\nb"})
+    EXPECT_FALSE(plain_value(bad)) << bad;
+  EXPECT_EQ(parse_bind("strict"), BindMode::strict);
+  EXPECT_FALSE(parse_bind("Strict"));
+  EXPECT_EQ(parse_net("auto"), NetMode::automatic);
+  EXPECT_FALSE(parse_net(""));
+}
+
+TEST(OptionGrammar, GpuLists) {
+  EXPECT_EQ(parse_index_list("0,1,3"), (std::vector<unsigned>{0, 1, 3}));
+  EXPECT_EQ(parse_index_list("0-2,5"), (std::vector<unsigned>{0, 1, 2, 5}));
+  for (const char* bad : {"", "a", "1,,2", "3-1", "0-99999", "-1", "1 2"}) EXPECT_FALSE(parse_index_list(bad)) << bad;
+}
+
+// The 32em64t machine: GPU0 on socket 0, GPUs 1-2 and the ConnectX-4 on socket 1.
+TEST(TaskEnvironment, EachTaskGetsItsGpusNic) {
+  auto node = fixture("32em64t-2n8c2t-pci-wholeio.xml");
+  TaskRequest r;
+  r.step_gpus = {0, 1, 2};
+  r.local_tasks = 3;
+  r.template_name = "debug";
+  r.topology_path = "/var/spool/cnet/topology-n1.json";
+  for (unsigned task = 0; task < 3; ++task) {
+    r.local_task = task;
+    auto env = plan_task_environment(node, r);
+    ASSERT_EQ(env.error, "");
+    auto v = vars(env);
+    EXPECT_EQ(v["CNET_GPUS"], std::to_string(task));
+    EXPECT_EQ(v["NCCL_IB_HCA"], "=mlx5_0:1");
+    EXPECT_EQ(v["UCX_NET_DEVICES"], "mlx5_0:1");
+    EXPECT_EQ(v["NCCL_SOCKET_IFNAME"], "=ib0");
+    EXPECT_EQ(v["CNET_TEMPLATE"], "debug");
+    EXPECT_EQ(v["CNET_TOPOLOGY"], "/var/spool/cnet/topology-n1.json");
+    EXPECT_TRUE(env.cpus.empty()) << "closest does not bind CPUs";
+  }
+}
+
+TEST(TaskEnvironment, StrictBindsToTheGpusSocket) {
+  auto node = fixture("32em64t-2n8c2t-pci-wholeio.xml");
+  TaskRequest r;
+  r.step_gpus = {2};
+  r.bind = BindMode::strict;
+  auto env = plan_task_environment(node, r);
+  EXPECT_EQ(vars(env)["CNET_CPU_BIND"], "8-15,24-31");
+  EXPECT_EQ(env.cpus.size(), 16u);
+}
+
+TEST(TaskEnvironment, NetModes) {
+  auto node = fixture("32em64t-2n8c2t-pci-wholeio.xml");
+  TaskRequest r;
+  r.step_gpus = {2};
+  r.net = NetMode::tcp;
+  auto v = vars(plan_task_environment(node, r));
+  EXPECT_EQ(v["UCX_TLS"], "tcp,sm,self");
+  EXPECT_EQ(v["NCCL_IB_DISABLE"], "1");
+  EXPECT_EQ(v.count("NCCL_IB_HCA"), 0u);
+
+  auto ethernet_only = fixture("96em64t-4n4d3ca2co-pci.xml");
+  r.net = NetMode::rdma;
+  auto env = plan_task_environment(ethernet_only, r);
+  EXPECT_NE(env.error.find("--cnet-net=rdma but node"), std::string::npos) << env.error;
+  r.net = NetMode::automatic;
+  r.step_gpus.clear();
+  v = vars(plan_task_environment(ethernet_only, r));
+  EXPECT_EQ(v["UCX_NET_DEVICES"], "eth0,eth1,eth2,eth3,eth4,eth5,eth6,eth7") << "no GPU: every NIC, the library chooses";
+}
+
+TEST(TaskEnvironment, UnknownGpuIsSkippedNotFatal) {
+  auto node = fixture("96em64t-4n4d3ca2co-pci.xml");  // no GPUs, yet Slurm allocated one
+  TaskRequest r;
+  r.step_gpus = {0};
+  auto quiet = plan_task_environment(node, r);
+  EXPECT_EQ(quiet.error, "");
+  EXPECT_EQ(quiet.warning, "") << "default binding stays silent";
+  r.bind_requested = true;
+  auto loud = plan_task_environment(node, r);
+  EXPECT_EQ(loud.error, "");
+  EXPECT_NE(loud.warning.find("GPU 0 of this step is not among the 0 GPUs"), std::string::npos) << loud.warning;
+}
+
+TEST(TaskEnvironment, MoreTasksThanGpusShareRoundRobin) {
+  auto node = fixture("32em64t-2n8c2t-pci-wholeio.xml");
+  TaskRequest r;
+  r.step_gpus = {1, 2};
+  r.local_tasks = 4;
+  r.local_task = 3;
+  EXPECT_EQ(vars(plan_task_environment(node, r))["CNET_GPUS"], "2");
+  r.local_tasks = 1;
+  r.local_task = 0;
+  EXPECT_EQ(vars(plan_task_environment(node, r))["CNET_GPUS"], "1,2");
+}
