@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The README's main job: build, start a 2-node minicluster, run a job across it through srun, show the
 # result, and stop the cluster again (pass --keep to leave it running).
-# Today the job is the PMIx rendezvous every cnet rank starts with; the pipeline job replaces it once
-# cnet-run exists.
+# Today the job is the PMIx rendezvous every cnet rank starts with, run under a cnet resource template;
+# the pipeline job replaces it once cnet-run exists.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${CNET_BUILD_DIR:-$repo/build}
@@ -17,6 +17,13 @@ mc=$repo/contrib/minicluster
 ((keep)) || trap '"$mc" down' EXIT
 "$mc" run -- sinfo -N -o '%N %t %c %G'
 echo
-echo "$ srun --mpi=pmix -N2 --ntasks-per-node=2 --gres=gpu:1 pmix_exchange"
-"$mc" run -- timeout 120 srun --mpi=pmix -N2 --ntasks-per-node=2 --gres=gpu:1 "$build/bin/pmix_exchange" | sort
+echo "$ cnet-topo --format matrix      # this node, as cnet sees it"
+"$build/bin/cnet-topo" --format matrix | sed -n '1,/^$/p'
+echo "$ srun --cnet-template=list"
+"$mc" run -- srun --cnet-template=list true
+echo
+echo "$ srun --mpi=pmix -N2 --ntasks-per-node=2 --gres=gpu:1 --cnet-template=infer-small --cnet-check pmix_exchange"
+"$mc" run -- timeout 120 srun --mpi=pmix -N2 --ntasks-per-node=2 --gres=gpu:1 --cnet-template=infer-small --cnet-check \
+  bash -c 'echo "rank $SLURM_PROCID: template=$CNET_TEMPLATE NICs=${CNET_NICS:-none} NCCL_TOPO_FILE=$NCCL_TOPO_FILE" >&2; exec "$0"' \
+  "$build/bin/pmix_exchange" | sort
 ((keep)) && echo "cluster left running: eval \"\$($mc env)\"; '$mc down' stops it"
