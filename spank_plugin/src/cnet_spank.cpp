@@ -58,6 +58,7 @@ struct Options {
 Options g_options;
 PluginArgs g_args;
 std::optional<topo::NodeTopology> g_step_topology;  // read in user_init, used by every task
+std::string g_topology_problem;                     // why there is none
 std::string g_nccl_topo_file;
 
 bool absolute_plain_path(const std::string& p) {
@@ -310,7 +311,15 @@ int slurm_spank_init_post_opt(spank_t sp, int, char**) {
 int slurm_spank_user_init(spank_t sp, int, char**) {
   if (!spank_remote(sp)) return kOk;
   return guarded("user_init", [&] {
-    g_step_topology = read_topology_cache();
+    // Without a topology the job still runs (cnet's gap is not the user's fault); only tasks that
+    // explicitly asked for binding, RDMA or a preflight are stopped, in task_init, with this reason.
+    try {
+      g_step_topology = read_topology_cache();
+    } catch (const std::exception& e) {
+      g_topology_problem = e.what();
+      slurm_error("cnet: no node topology for this step: %s", e.what());
+      return kOk;
+    }
     try {
       g_nccl_topo_file = write_nccl_topology(sp, *g_step_topology);
     } catch (const std::exception& e) {
@@ -329,7 +338,14 @@ int slurm_spank_task_init(spank_t sp, int, char**) {
     spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks);
 
     if (g_options.check) {
-      auto findings = topo::check_links(discover_node());
+      std::optional<topo::NodeTopology> now;
+      try {
+        now = discover_node();
+      } catch (const std::exception& e) {
+        if (local_task == 0) print_to_task(std::string("--cnet-check cannot look at this node's NICs: ") + e.what());
+        return kFail;
+      }
+      auto findings = topo::check_links(*now);
       std::erase_if(findings, [](const topo::Finding& f) { return !f.link_fault; });
       if (!findings.empty()) {
         if (local_task == 0)
@@ -337,7 +353,15 @@ int slurm_spank_task_init(spank_t sp, int, char**) {
         return kFail;
       }
     }
-    if (!g_step_topology) g_step_topology = read_topology_cache();
+    if (!g_step_topology) {
+      bool asked = g_options.check || g_options.bind_requested || g_options.net == NetMode::rdma;
+      if (asked) {
+        if (local_task == 0) print_to_task("no node topology, so --cnet-bind/--cnet-net/--cnet-check cannot be honoured: " + g_topology_problem);
+        return kFail;
+      }
+      if (!g_options.template_name.empty()) spank_setenv(sp, "CNET_TEMPLATE", g_options.template_name.c_str(), 1);
+      return kOk;
+    }
 
     TaskRequest request;
     std::string gpus = getenv_of(sp, "SLURM_STEP_GPUS");

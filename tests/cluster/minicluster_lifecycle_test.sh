@@ -1,10 +1,11 @@
 # A second, 3-node cluster beside the fixture one: its own ports, three distinct hostnames, and `down`
-# leaves no process and no state behind.
+# leaves no process and no state behind. Its cnet.so is pointed at a topology that does not exist: jobs
+# must still run, and only what needs the topology is refused, with the reason.
 source "$(dirname "$0")/lib.sh"
 
 fixture_conf=$CNET_MINICLUSTER_DIR/etc/slurm.conf
 second=$(mktemp -d /var/tmp/cnet-second-XXXXXX)
-export CNET_MINICLUSTER_DIR=$second/state
+export CNET_MINICLUSTER_DIR=$second/state CNET_SPANK_ARGS="hwloc_xml=$second/missing-topology.xml"
 trap '"$CNET_MINICLUSTER" down >/dev/null 2>&1; rm -rf "$second"' EXIT
 
 "$CNET_MINICLUSTER" up 3
@@ -16,6 +17,14 @@ expect_eq "$(wc -w <<<"$pids")" 5 "recorded daemons (munged, slurmctld, 3 slurmd
 
 hosts=$("$CNET_MINICLUSTER" run -- timeout 60 srun -N3 hostname | sort | tr '\n' ' ')
 expect_eq "$hosts" "cn1 cn2 cn3 " "hostnames of srun -N3"
+out=$("$CNET_MINICLUSTER" run -- timeout 60 srun -N1 --cnet-template=debug bash -c 'echo $CNET_TEMPLATE' 2>/dev/null)
+expect_eq "$out" debug "a job under a template on a node without topology"
+if err=$("$CNET_MINICLUSTER" run -- timeout 60 srun -N1 --cnet-check true 2>&1); then fail "--cnet-check passed without a topology"; fi
+[[ $err == *"cnet: cn1: --cnet-check cannot look at this node's NICs: cannot read hwloc XML '$second/missing-topology.xml'"* ]] ||
+  fail "no reason given: $err"
+if err=$("$CNET_MINICLUSTER" run -- timeout 60 srun -N1 --cnet-bind=strict true 2>&1); then fail "--cnet-bind=strict ran without a topology"; fi
+[[ $err == *"no node topology, so --cnet-bind/--cnet-net/--cnet-check cannot be honoured: cannot read hwloc XML"* ]] ||
+  fail "no reason given for --cnet-bind: $err"
 
 "$CNET_MINICLUSTER" down
 for p in $pids; do kill -0 "$p" 2>/dev/null && fail "pid $p still running after down"; done
