@@ -9,9 +9,9 @@
 #include "cnet/transport/bootstrap.hpp"
 
 int main() {
-  using cnet::transport::Bootstrap;
+  using cnet::transport::PmixBootstrap;
   try {
-    auto boot = Bootstrap::connect(std::chrono::seconds(60));
+    auto boot = PmixBootstrap::connect(std::chrono::seconds(60));
     const auto& me = boot->placement();
     char host[256] = {};
     gethostname(host, sizeof host - 1);

@@ -2,7 +2,9 @@
 
 #include <pmix.h>
 
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 
 namespace cnet::transport {
 namespace {
@@ -41,17 +43,54 @@ std::string get_text(const pmix_proc_t& proc, const char* key) {
   return out;
 }
 
+// Waits for a PMIx non-blocking call with our own deadline: Slurm's PMIx server ignores PMIX_TIMEOUT
+// (it applies its own PMIxTimeout, 300 s by default). Heap-held and shared, because after a timeout
+// the callback may still fire.
+struct PendingCall {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  pmix_status_t status = PMIX_SUCCESS;
+
+  static void op_done(pmix_status_t status, void* self) { static_cast<PendingCall*>(self)->finish(status); }
+  static void value_done(pmix_status_t status, pmix_value_t*, void* self) { static_cast<PendingCall*>(self)->finish(status); }
+  void finish(pmix_status_t s) {
+    std::lock_guard lock(m);
+    status = s;
+    done = true;
+    cv.notify_all();
+  }
+  // PMIX_ERR_TIMEOUT when the deadline passes first.
+  pmix_status_t wait(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(m);
+    return cv.wait_for(lock, timeout, [&] { return done; }) ? status : PMIX_ERR_TIMEOUT;
+  }
+};
+
+// Leaked on purpose when the call times out: PMIx may still call back into it.
+pmix_status_t wait_or_abandon(PendingCall* call, pmix_status_t started, std::chrono::milliseconds timeout) {
+  if (started != PMIX_SUCCESS) {
+    delete call;
+    return started;
+  }
+  pmix_status_t rc = call->wait(timeout);
+  if (rc != PMIX_ERR_TIMEOUT) delete call;
+  return rc;
+}
+
 }  // namespace
 
-struct Bootstrap::PmixState {
+struct PmixBootstrap::PmixState {
   pmix_proc_t self{};
 };
 
-std::unique_ptr<Bootstrap> Bootstrap::connect(std::chrono::seconds timeout) {
-  return std::unique_ptr<Bootstrap>(new Bootstrap(timeout));
+std::span<const std::byte> as_bytes(std::string_view text) { return std::as_bytes(std::span(text.data(), text.size())); }
+
+std::unique_ptr<PmixBootstrap> PmixBootstrap::connect(std::chrono::seconds timeout) {
+  return std::unique_ptr<PmixBootstrap>(new PmixBootstrap(timeout));
 }
 
-Bootstrap::Bootstrap(std::chrono::seconds timeout) : timeout_(timeout), pmix_(std::make_unique<PmixState>()) {
+PmixBootstrap::PmixBootstrap(std::chrono::seconds timeout) : timeout_(timeout), pmix_(std::make_unique<PmixState>()) {
   if (std::getenv("PMIX_NAMESPACE") == nullptr)
     throw BootstrapError("no PMIx server in this environment: run under 'srun --mpi=pmix' (or MpiDefault=pmix) "
                          "or with a cnet '--local N' launcher");
@@ -68,9 +107,9 @@ Bootstrap::Bootstrap(std::chrono::seconds timeout) : timeout_(timeout), pmix_(st
   placement_.hostname = get_text(pmix_->self, PMIX_HOSTNAME);
 }
 
-Bootstrap::~Bootstrap() { PMIx_Finalize(nullptr, 0); }
+PmixBootstrap::~PmixBootstrap() { PMIx_Finalize(nullptr, 0); }
 
-void Bootstrap::put(std::string_view key, std::span<const std::byte> blob) {
+void PmixBootstrap::put(std::string_view key, std::span<const std::byte> blob) {
   pmix_value_t value{};
   value.type = PMIX_BYTE_OBJECT;
   // PMIx copies the value during Put, so pointing at the caller's bytes is enough.
@@ -79,13 +118,15 @@ void Bootstrap::put(std::string_view key, std::span<const std::byte> blob) {
   check(PMIx_Put(PMIX_GLOBAL, std::string(key).c_str(), &value), "PMIx_Put(" + std::string(key) + ")");
 }
 
-void Bootstrap::put(std::string_view key, std::string_view text) {
-  put(key, std::as_bytes(std::span(text.data(), text.size())));
-}
+void PmixBootstrap::put(std::string_view key, std::string_view text) { put(key, as_bytes(text)); }
 
-void Bootstrap::commit() { check(PMIx_Commit(), "PMIx_Commit"); }
+void PmixBootstrap::commit() { check(PMIx_Commit(), "PMIx_Commit"); }
 
-void Bootstrap::fence(bool collect_data) {
+void PmixBootstrap::fence(bool collect_data) {
+  // Each rank commits an arrival mark first, so a timed-out fence can tell who never came.
+  unsigned epoch = ++fence_epoch_;
+  put("cnet.arrived." + std::to_string(epoch), std::string_view("1"));
+  commit();
   pmix_proc_t all{};
   PMIX_LOAD_PROCID(&all, pmix_->self.nspace, PMIX_RANK_WILDCARD);
   pmix_info_t info[2];
@@ -93,16 +134,51 @@ void Bootstrap::fence(bool collect_data) {
   int timeout_s = static_cast<int>(timeout_.count());
   PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
   PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout_s, PMIX_INT);
-  pmix_status_t rc = PMIx_Fence(&all, 1, info, 2);
+  auto* call = new PendingCall;
+  pmix_status_t rc = wait_or_abandon(call, PMIx_Fence_nb(&all, 1, info, 2, PendingCall::op_done, call), timeout_);
   PMIX_INFO_DESTRUCT(&info[0]);
   PMIX_INFO_DESTRUCT(&info[1]);
-  if (rc == PMIX_ERR_TIMEOUT)
-    throw BootstrapError("fence timed out after " + std::to_string(timeout_s) + " s: not all " +
-                         std::to_string(placement_.size) + " ranks of " + placement_.job_id + " arrived");
+  if (rc == PMIX_ERR_TIMEOUT) {
+    std::string missing;
+    for (auto r : ranks_missing_from_fence(epoch)) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    throw BootstrapError("fence timed out after " + std::to_string(timeout_s) + " s in job " + placement_.job_id + " (" +
+                         std::to_string(placement_.size) + " ranks); rank(s) not confirmed as arrived: " +
+                         (missing.empty() ? std::string("none could be told apart") : missing));
+  }
   check(rc, "PMIx_Fence");
 }
 
-std::vector<std::byte> Bootstrap::get(std::uint32_t rank, std::string_view key) {
+std::vector<std::uint32_t> PmixBootstrap::ranks_missing_from_fence(unsigned epoch) {
+  // A rank that arrived has committed its mark; asking for it from one that did not waits in vain.
+  // All ranks are asked at once so one silent rank does not delay the answers of the others.
+  std::string key = "cnet.arrived." + std::to_string(epoch);
+  std::vector<std::pair<PendingCall*, pmix_status_t>> probes;
+  for (std::uint32_t r = 0; r < placement_.size; ++r) {
+    pmix_proc_t peer{};
+    PMIX_LOAD_PROCID(&peer, pmix_->self.nspace, r);
+    auto* call = new PendingCall;
+    probes.emplace_back(call, PMIx_Get_nb(&peer, key.c_str(), nullptr, 0, PendingCall::value_done, call));
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  std::vector<std::uint32_t> missing;
+  for (std::uint32_t r = 0; r < placement_.size; ++r) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto [call, started] = probes[r];
+    if (wait_or_abandon(call, started, std::max(left, std::chrono::milliseconds(0))) != PMIX_SUCCESS) missing.push_back(r);
+  }
+  return missing;
+}
+
+std::vector<Blob> PmixBootstrap::allgather(std::string_view key, std::span<const std::byte> mine) {
+  put(key, mine);
+  fence(true);
+  std::vector<Blob> all;
+  all.reserve(placement_.size);
+  for (std::uint32_t r = 0; r < placement_.size; ++r) all.push_back(r == placement_.rank ? Blob(mine.begin(), mine.end()) : get(r, key));
+  return all;
+}
+
+Blob PmixBootstrap::get(std::uint32_t rank, std::string_view key) {
   pmix_proc_t peer{};
   PMIX_LOAD_PROCID(&peer, pmix_->self.nspace, rank);
   pmix_info_t info;
@@ -124,12 +200,12 @@ std::vector<std::byte> Bootstrap::get(std::uint32_t rank, std::string_view key) 
   return out;
 }
 
-std::string Bootstrap::get_string(std::uint32_t rank, std::string_view key) {
+std::string PmixBootstrap::get_string(std::uint32_t rank, std::string_view key) {
   auto blob = get(rank, key);
   return std::string(reinterpret_cast<const char*>(blob.data()), blob.size());
 }
 
-void Bootstrap::abort(int status, std::string_view message) {
+void PmixBootstrap::abort(int status, std::string_view message) {
   PMIx_Abort(status, std::string(message).c_str(), nullptr, 0);
   std::_Exit(status == 0 ? 1 : status);
 }

@@ -1,6 +1,6 @@
 #pragma once
-// Bootstrap: who am I in this job, and a key/value exchange between all ranks, over PMIx.
-// Under `srun --mpi=pmix` it talks to Slurm's PMIx server in slurmstepd.
+// Bootstrap: who am I in this job, and a blob exchange between all ranks, used to wire up the data path.
+// PmixBootstrap talks to Slurm's PMIx server (srun --mpi=pmix) or cnet's own for --local N.
 
 #include <chrono>
 #include <cstddef>
@@ -27,37 +27,51 @@ struct Placement {
   std::uint32_t node_id = 0;
   std::uint32_t num_nodes = 1;
   std::string hostname;
-  std::string job_id;  // PMIx namespace
+  std::string job_id;
 };
+
+using Blob = std::vector<std::byte>;
 
 class Bootstrap {
  public:
+  virtual ~Bootstrap() = default;
+  virtual const Placement& placement() const = 0;
+  // Every rank contributes `mine` under `key`; returns every rank's contribution in rank order.
+  virtual std::vector<Blob> allgather(std::string_view key, std::span<const std::byte> mine) = 0;
+  [[noreturn]] virtual void abort(int status, std::string_view message) = 0;
+};
+
+class PmixBootstrap final : public Bootstrap {
+ public:
   // Connects to the PMIx server named in the environment. Throws BootstrapError when there is none
   // (e.g. srun without --mpi=pmix), instead of silently making every task rank 0.
-  static std::unique_ptr<Bootstrap> connect(std::chrono::seconds timeout = std::chrono::seconds(120));
+  static std::unique_ptr<PmixBootstrap> connect(std::chrono::seconds timeout = std::chrono::seconds(120));
+  ~PmixBootstrap() override;
 
-  Bootstrap(const Bootstrap&) = delete;
-  Bootstrap& operator=(const Bootstrap&) = delete;
-  ~Bootstrap();
+  const Placement& placement() const override { return placement_; }
+  std::vector<Blob> allgather(std::string_view key, std::span<const std::byte> mine) override;
+  [[noreturn]] void abort(int status, std::string_view message) override;
 
-  const Placement& placement() const { return placement_; }
-
-  // Publishes a blob under key for every other rank; visible after commit() and fence().
+  // The PMIx primitives allgather is made of.
   void put(std::string_view key, std::span<const std::byte> blob);
   void put(std::string_view key, std::string_view text);
   void commit();
-  // Waits until every rank of the job arrives, exchanging committed data when collect_data is set.
+  // Waits until every rank arrives, exchanging committed data when collect_data is set. On timeout the
+  // error names the ranks whose arrival could not be confirmed.
   void fence(bool collect_data = true);
-  std::vector<std::byte> get(std::uint32_t rank, std::string_view key);
+  Blob get(std::uint32_t rank, std::string_view key);
   std::string get_string(std::uint32_t rank, std::string_view key);
-  [[noreturn]] void abort(int status, std::string_view message);
 
  private:
-  explicit Bootstrap(std::chrono::seconds timeout);
+  explicit PmixBootstrap(std::chrono::seconds timeout);
+  std::vector<std::uint32_t> ranks_missing_from_fence(unsigned epoch);
   Placement placement_;
   std::chrono::seconds timeout_;
+  unsigned fence_epoch_ = 0;
   struct PmixState;
   std::unique_ptr<PmixState> pmix_;
 };
+
+std::span<const std::byte> as_bytes(std::string_view text);
 
 }  // namespace cnet::transport

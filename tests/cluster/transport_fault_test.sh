@@ -1,0 +1,16 @@
+# Failures become clear errors, not hangs: a peer killed mid-transfer is named by the survivor within
+# 10 s, and a rank that never reaches a fence is named when the fence times out.
+source "$(dirname "$0")/lib.sh"
+# --cnet-bind=none: the fixture cluster's cnet.so describes the 32em64t machine, whose mlx5_0 is not here.
+
+start=$SECONDS
+out=$(on_cluster srun --mpi=pmix --cnet-bind=none -N2 -n2 "$CNET_BIN/transport_fault" peer-dies 2>/dev/null) && fail "peer-dies exited 0"
+echo "$out"
+grep -Eq '^survivor: .*rank 1 on cn2 (is gone|failed)' <<<"$out" || fail "the survivor did not name the dead peer"
+((SECONDS - start < 10)) || fail "took $((SECONDS - start)) s to notice the dead peer"
+
+out=$(on_cluster srun --mpi=pmix --cnet-bind=none -N2 -n3 "$CNET_BIN/transport_fault" late-rank 2>/dev/null) && fail "late-rank exited 0"
+echo "$out"
+grep -Eq '^survivor: fence timed out after 5 s .*not confirmed as arrived: 1(,|$| )' <<<"$out" || fail "the absent rank 1 was not named"
+grep -q 'arrived: 0' <<<"$out" && fail "the survivor named itself"
+echo ok

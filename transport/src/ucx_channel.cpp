@@ -1,0 +1,220 @@
+#include "cnet/transport/ucx_channel.hpp"
+
+#include <ucp/api/ucp.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace cnet::transport {
+namespace {
+
+// Tag layout: source rank in the upper 24 bits, user tag in the lower 32; receives match both.
+constexpr int kRankShift = 40;
+constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
+ucp_tag_t make_tag(std::uint32_t source, std::uint32_t tag) {
+  return (static_cast<ucp_tag_t>(source) << kRankShift) | tag;
+}
+
+void check(ucs_status_t status, const std::string& what) {
+  if (status != UCS_OK) throw TransportError(what + " failed: " + ucs_status_string(status));
+}
+
+}  // namespace
+
+struct UcxChannel::Ucx {
+  ucp_context_h context = nullptr;
+  ucp_worker_h worker = nullptr;
+  std::vector<Blob> addresses;      // every rank's worker address
+  std::vector<ucp_ep_h> endpoints;  // made on first use
+  std::vector<ucs_status_t> peer_status;  // set by the error handler when a peer dies
+  struct ErrorSlot {
+    Ucx* ucx;
+    std::uint32_t peer;
+  };
+  std::vector<ErrorSlot> error_slots;
+};
+
+UcxChannel::UcxChannel(Bootstrap& bootstrap, UcxOptions options)
+    : rank_(bootstrap.placement().rank), size_(bootstrap.placement().size), options_(options), ucx_(std::make_unique<Ucx>()) {
+  ucp_config_t* config = nullptr;
+  check(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
+  // Keepalive is what notices a dead peer on a quiet connection; UCX's 20 s default is too slow for a
+  // job that must fail within 10 s. Site or user settings win.
+  if (options_.detect_peer_failure && !std::getenv("UCX_KEEPALIVE_INTERVAL"))
+    ucp_config_modify(config, "KEEPALIVE_INTERVAL", "2s");
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+  params.features = UCP_FEATURE_TAG;
+  params.estimated_num_eps = size_;
+  ucs_status_t status = ucp_init(&params, config, &ucx_->context);
+  ucp_config_release(config);
+  check(status, "ucp_init");
+
+  ucp_worker_params_t wparams{};
+  wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+  check(ucp_worker_create(ucx_->context, &wparams, &ucx_->worker), "ucp_worker_create");
+
+  ucp_address_t* address = nullptr;
+  std::size_t address_length = 0;
+  check(ucp_worker_get_address(ucx_->worker, &address, &address_length), "ucp_worker_get_address");
+  auto* bytes = reinterpret_cast<const std::byte*>(address);
+  ucx_->addresses = bootstrap.allgather("cnet.ucx.address", std::span(bytes, address_length));
+  ucp_worker_release_address(ucx_->worker, address);
+  auto hostname = bootstrap.placement().hostname;
+  for (const auto& h : bootstrap.allgather("cnet.ucx.host", as_bytes(hostname)))
+    hosts_.emplace_back(reinterpret_cast<const char*>(h.data()), h.size());
+
+  ucx_->endpoints.assign(size_, nullptr);
+  ucx_->peer_status.assign(size_, UCS_OK);
+  ucx_->error_slots.resize(size_);
+  for (std::uint32_t r = 0; r < size_; ++r) ucx_->error_slots[r] = {ucx_.get(), r};
+}
+
+UcxChannel::~UcxChannel() {
+  for (ucp_ep_h ep : ucx_->endpoints) {
+    if (!ep) continue;
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    void* req = ucp_ep_close_nbx(ep, &param);
+    if (UCS_PTR_IS_PTR(req)) {
+      while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(ucx_->worker);
+      ucp_request_free(req);
+    }
+  }
+  if (ucx_->worker) ucp_worker_destroy(ucx_->worker);
+  if (ucx_->context) ucp_cleanup(ucx_->context);
+}
+
+void* UcxChannel::endpoint(std::uint32_t peer) {
+  if (peer >= size_) throw TransportError("rank " + std::to_string(peer) + " is outside this job of " + std::to_string(size_));
+  if (ucx_->endpoints[peer]) return ucx_->endpoints[peer];
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  params.address = reinterpret_cast<const ucp_address_t*>(ucx_->addresses[peer].data());
+  params.err_mode = options_.detect_peer_failure ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+  if (options_.detect_peer_failure) {
+    params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.err_handler.cb = [](void* arg, ucp_ep_h, ucs_status_t status) {
+      auto* slot = static_cast<Ucx::ErrorSlot*>(arg);
+      slot->ucx->peer_status[slot->peer] = status;
+    };
+    params.err_handler.arg = &ucx_->error_slots[peer];
+  }
+  ucs_status_t status = ucp_ep_create(ucx_->worker, &params, &ucx_->endpoints[peer]);
+  if (status != UCS_OK)
+    throw TransportError("cannot reach rank " + std::to_string(peer) + " on " + hosts_[peer] + ": " +
+                         ucs_status_string(status) +
+                         (options_.detect_peer_failure ? " (peer-failure detection needs tcp or ib in UCX_TLS)" : ""));
+  return ucx_->endpoints[peer];
+}
+
+void UcxChannel::check_peer(std::uint32_t peer, const char* what) {
+  if (ucx_->peer_status[peer] != UCS_OK)
+    throw PeerFailure(peer, std::string(what) + ": rank " + std::to_string(peer) + " on " + hosts_[peer] +
+                                " is gone (" + ucs_status_string(ucx_->peer_status[peer]) + ")");
+}
+
+std::unique_ptr<UcxChannel::Request> UcxChannel::send(std::uint32_t peer, std::uint32_t tag, std::span<const std::byte> data) {
+  auto ep = static_cast<ucp_ep_h>(endpoint(peer));
+  check_peer(peer, "send");
+  auto req = std::make_unique<Request>();
+  req->peer = peer;
+  req->is_send = true;
+  req->length = data.size();
+  ucp_request_param_t param{};
+  void* handle = ucp_tag_send_nbx(ep, data.data(), data.size(), make_tag(rank_, tag), &param);
+  if (UCS_PTR_IS_ERR(handle)) req->status = UCS_PTR_STATUS(handle);
+  else req->handle = handle;
+  return req;
+}
+
+std::unique_ptr<UcxChannel::Request> UcxChannel::recv(std::uint32_t peer, std::uint32_t tag, std::span<std::byte> data) {
+  endpoint(peer);  // an endpoint to the sender is what reports its death
+  check_peer(peer, "receive");
+  auto req = std::make_unique<Request>();
+  req->peer = peer;
+  req->length = data.size();
+  ucp_request_param_t param{};
+  void* handle = ucp_tag_recv_nbx(ucx_->worker, data.data(), data.size(), make_tag(peer, tag), kFullMask, &param);
+  if (UCS_PTR_IS_ERR(handle)) req->status = UCS_PTR_STATUS(handle);
+  else req->handle = handle;
+  return req;
+}
+
+void UcxChannel::wait(Request& req) {
+  auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  unsigned spins = 0;
+  while (req.handle) {
+    ucp_worker_progress(ucx_->worker);
+    ucs_status_t s = ucp_request_check_status(req.handle);
+    if (s != UCS_INPROGRESS) {
+      req.status = s;
+      ucp_request_free(req.handle);
+      req.handle = nullptr;
+      break;
+    }
+    if (++spins % 1024 == 0) {
+      if (ucx_->peer_status[req.peer] != UCS_OK) {
+        ucp_request_cancel(ucx_->worker, req.handle);
+        while (ucp_request_check_status(req.handle) == UCS_INPROGRESS) ucp_worker_progress(ucx_->worker);
+        ucp_request_free(req.handle);
+        req.handle = nullptr;
+        check_peer(req.peer, req.is_send ? "send" : "receive");
+      }
+      if (std::chrono::steady_clock::now() > deadline)
+        throw TransportError(std::string(req.is_send ? "send to" : "receive from") + " rank " + std::to_string(req.peer) +
+                             " on " + hosts_[req.peer] + " did not complete within " +
+                             std::to_string(options_.timeout.count()) + " ms (peer stalled or hung)");
+    }
+  }
+  auto status = static_cast<ucs_status_t>(req.status);
+  if (status == UCS_ERR_MESSAGE_TRUNCATED)
+    throw TransportError("message from rank " + std::to_string(req.peer) + " is larger than the " +
+                         std::to_string(req.length) + "-byte buffer posted for it");
+  if (status != UCS_OK) {
+    check_peer(req.peer, req.is_send ? "send" : "receive");
+    throw PeerFailure(req.peer, std::string(req.is_send ? "send to" : "receive from") + " rank " + std::to_string(req.peer) +
+                                    " on " + hosts_[req.peer] + " failed: " + ucs_status_string(status));
+  }
+}
+
+void UcxChannel::wait_all(std::vector<std::unique_ptr<Request>>& requests) {
+  for (auto& r : requests) wait(*r);
+  requests.clear();
+}
+
+void UcxChannel::send_blocking(std::uint32_t peer, std::uint32_t tag, std::span<const std::byte> data) {
+  auto r = send(peer, tag, data);
+  wait(*r);
+}
+
+void UcxChannel::recv_blocking(std::uint32_t peer, std::uint32_t tag, std::span<std::byte> data) {
+  auto r = recv(peer, tag, data);
+  wait(*r);
+}
+
+std::string UcxChannel::transports_to(std::uint32_t peer) {
+  auto ep = static_cast<ucp_ep_h>(endpoint(peer));
+  char* buffer = nullptr;
+  std::size_t size = 0;
+  FILE* stream = open_memstream(&buffer, &size);
+  if (!stream) return "";
+  ucp_ep_print_info(ep, stream);
+  std::fclose(stream);
+  std::string info(buffer, size);
+  std::free(buffer);
+  // Lines look like "#   lane[0]:  3:tcp/eth0.0 md[1] ..." ; collect the transport names.
+  std::string out;
+  for (std::size_t pos = info.find("lane["); pos != std::string::npos; pos = info.find("lane[", pos + 1)) {
+    std::size_t colon = info.find(':', info.find(':', pos) + 1);
+    std::size_t slash = info.find('/', colon);
+    if (colon == std::string::npos || slash == std::string::npos) break;
+    std::string tl = info.substr(colon + 1, slash - colon - 1);
+    if (out.find(tl) == std::string::npos) out += (out.empty() ? "" : ",") + tl;
+  }
+  return out;
+}
+
+}  // namespace cnet::transport
