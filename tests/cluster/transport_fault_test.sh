@@ -9,7 +9,7 @@ echo "$out"
 grep -Eq '^survivor: .*rank 1 on cn2 (is gone|failed)' <<<"$out" || fail "the survivor did not name the dead peer"
 ((SECONDS - start < 10)) || fail "took $((SECONDS - start)) s to notice the dead peer"
 
-out=$(on_cluster srun --mpi=pmix --cnet-bind=none -N2 -n3 "$CNET_BIN/transport_fault" late-rank 2>/dev/null) && fail "late-rank exited 0"
+out=$(on_cluster srun --mpi=pmix --cnet-bind=none --kill-on-bad-exit=1 -N2 -n3 "$CNET_BIN/transport_fault" late-rank 2>/dev/null) && fail "late-rank exited 0"
 echo "$out"
 grep -Eq '^survivor: fence timed out after 5 s .*not confirmed as arrived: 1(,|$| )' <<<"$out" || fail "the absent rank 1 was not named"
 grep -q 'arrived: 0' <<<"$out" && fail "the survivor named itself"

@@ -2,6 +2,8 @@
 
 #include <ucp/api/ucp.h>
 
+#include <sched.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -147,7 +149,9 @@ void UcxChannel::wait(Request& req) {
   auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   unsigned spins = 0;
   while (req.handle) {
-    ucp_worker_progress(ucx_->worker);
+    // Yield when there is nothing to do: with more ranks than cores a spinning rank would otherwise
+    // starve the very peer it waits for.
+    if (ucp_worker_progress(ucx_->worker) == 0 && spins % 64 == 63) sched_yield();
     ucs_status_t s = ucp_request_check_status(req.handle);
     if (s != UCS_INPROGRESS) {
       req.status = s;

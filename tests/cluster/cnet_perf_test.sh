@@ -1,0 +1,30 @@
+# cnet-perf under srun: p2p and allreduce rows for every size, a saved baseline that the same link
+# passes, and a doctored baseline that makes it exit 1 naming the sizes that regressed.
+source "$(dirname "$0")/lib.sh"
+# --cnet-bind=none: the fixture cluster's cnet.so describes the 32em64t machine, whose mlx5_0 is not here.
+work=$(mktemp -d /var/tmp/cnet-perf-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+perf() { on_cluster srun --mpi=pmix --cnet-bind=none -N2 "$@"; }
+
+out=$(perf "$CNET_BIN/cnet-perf" p2p --max-size 1048576 --iters 50 --save-baseline "$work/base.json")
+echo "$out"
+expect_eq "$(grep -cE '^ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' <<<"$out")" 9 "p2p rows for 8 B..1 MiB"
+/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["mode"]=="p2p" and len(r["results"])==9 and all(x["bandwidth_gbytes"]>0 and x["latency_p99_us"]>=x["latency_p50_us"] for x in r["results"])' "$work/base.json" ||
+  fail "baseline JSON is not a sane p2p report"
+
+perf "$CNET_BIN/cnet-perf" p2p --max-size 1048576 --iters 50 --compare-baseline "$work/base.json" --tolerance 0.95 ||
+  fail "the same link regressed against its own baseline"
+/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); [x.update(bandwidth_gbytes=x["bandwidth_gbytes"]*100) for x in r["results"]]; json.dump(r,open(sys.argv[1],"w"))' "$work/base.json"
+if err=$(perf "$CNET_BIN/cnet-perf" p2p --max-size 1048576 --iters 50 --compare-baseline "$work/base.json" 2>&1 >/dev/null); then
+  fail "a 100x faster baseline did not count as a regression"
+fi
+[[ $err == *"regressed: 512 KiB: bandwidth"* && $err == *"regressed: 8 B: bandwidth"* ]] || fail "regressed sizes not named: $err"
+
+out=$(perf -n4 "$CNET_BIN/cnet-perf" allreduce --min-size 1024 --max-size 262144 --iters 20 --json)
+/usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["ranks"]==4 and len(r["results"])==5; assert all(abs(x["bus_gbytes"]-1.5*x["bandwidth_gbytes"])<1e-9 for x in r["results"]), r' <<<"$out" ||
+  fail "allreduce JSON wrong: $out"
+
+rc=0
+"$CNET_BIN/cnet-perf" p2p --tolerance 2 >/dev/null 2>&1 || rc=$?
+expect_eq "$rc" 2 "exit code for a bad --tolerance"
+echo ok

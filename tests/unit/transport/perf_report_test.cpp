@@ -1,0 +1,46 @@
+#include <gtest/gtest.h>
+
+#include "cnet/transport/perf_report.hpp"
+
+using namespace cnet::transport;
+
+TEST(PerfReport, PercentilesByNearestRank) {
+  std::vector<double> v;
+  for (int i = 100; i >= 1; --i) v.push_back(i);
+  EXPECT_EQ(percentile(v, 50), 50);
+  EXPECT_EQ(percentile(v, 99), 99);
+  EXPECT_EQ(percentile(v, 100), 100);
+  EXPECT_EQ(percentile({7}, 99), 7);
+  EXPECT_EQ(percentile({}, 50), 0);
+}
+
+TEST(PerfReport, BusBandwidthFactorIsNcclTests) {
+  EXPECT_DOUBLE_EQ(allreduce_bus_factor(2), 1.0);
+  EXPECT_DOUBLE_EQ(allreduce_bus_factor(4), 1.5);
+  EXPECT_DOUBLE_EQ(allreduce_bus_factor(1), 0.0);
+}
+
+TEST(PerfReport, BaselineRoundTripAndRegressions) {
+  PerfReport base{"p2p", 2, "tcp", {"cn1", "cn2"}, {{8, 0.01, 0.01, 10, 9, 30}, {4 << 20, 3.0, 3.0, 1000, 900, 2000}}};
+  PerfReport back = report_from_json(to_json(base));
+  EXPECT_EQ(to_json(back), to_json(base));
+  EXPECT_TRUE(regressions(base, back, 0.1).empty());
+
+  PerfReport now = base;
+  now.rows[1].bandwidth_gbytes = 2.0;  // -33%
+  now.rows[0].latency_p50_us = 9.5;    // +6%: inside 10%
+  auto r = regressions(base, now, 0.1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0], "4 MiB: bandwidth 2.000 GB/s vs 3.000 GB/s in the baseline (-33%)");
+  now.rows[0].latency_p50_us = 12;
+  EXPECT_EQ(regressions(base, now, 0.1).size(), 2u);
+  now.mode = "allreduce";
+  EXPECT_EQ(regressions(base, now, 0.1).front(), "baseline is a p2p run, this is allreduce: nothing comparable");
+}
+
+TEST(PerfReport, DamagedBaselineIsRefused) {
+  EXPECT_THROW(report_from_json("{"), std::runtime_error);
+  EXPECT_THROW(report_from_json("{\"schema\":\"other\"}"), std::runtime_error);
+  EXPECT_EQ(format_size(4 << 20), "4 MiB");
+  EXPECT_EQ(format_size(1000), "1000 B");
+}
