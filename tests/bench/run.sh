@@ -52,3 +52,44 @@ import statistics, sys
 w, wo = (statistics.median(map(int, a.split())) for a in sys.argv[1:3])
 print(f"spank: median launch {w / 1000:.1f} ms with cnet.so, {wo / 1000:.1f} ms without: ratio {w / wo:.3f}x (target <= 1.05x: {'ok' if w / wo <= 1.05 else 'MISSED'})")
 PY
+
+# transport: cnet-perf between two minicluster nodes against ucx_perftest and Open MPI on this host.
+# cnet's channel runs with peer-failure detection, so ucx_perftest gets -e (the same error mode).
+echo "== transport: cnet-perf vs ucx_perftest (p2p) and Open MPI (allreduce)"
+port=$((20000 + RANDOM % 10000))
+perftest() {  # perftest TEST SIZE ITERS -> ucx_perftest's "Final:" line
+  ucx_perftest -p "$port" >/dev/null 2>&1 &
+  local server=$! line
+  sleep 0.5
+  line=$(ucx_perftest 127.0.0.1 -p "$port" -t "$1" -s "$2" -n "$3" -e 2>/dev/null | grep '^Final:' || true)
+  wait "$server" 2>/dev/null || true
+  echo "$line"
+}
+cnet_perf() { "$mc" run -- srun --mpi=pmix --cnet-bind=none -N2 -n2 "$build/bin/cnet-perf" "$@" --json 2>/dev/null; }
+p2p_bw=$(cnet_perf p2p --min-size 4194304 --max-size 4194304 --iters 400)
+echo "  cnet-perf p2p 4 MiB done"
+ucx_bw=$(perftest tag_bw 4194304 400)
+echo "  ucx_perftest tag_bw: $ucx_bw"
+p2p_lat=$(cnet_perf p2p --min-size 8 --max-size 8 --iters 20000 --warmup 1000)
+echo "  cnet-perf p2p 8 B done"
+ucx_lat=$(perftest tag_lat 8 20000)
+echo "  ucx_perftest tag_lat: $ucx_lat"
+ar=$(cnet_perf allreduce --min-size 67108864 --max-size 67108864 --iters 10 --warmup 4)
+echo "  cnet-perf allreduce 64 MiB done"
+mpi_us=$(mpirun --allow-run-as-root --oversubscribe -np 2 "$build/bin/bench_mpi_allreduce" 67108864 10 2>/dev/null | tail -n1)
+mpi_tcp_us=$(mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self -np 2 "$build/bin/bench_mpi_allreduce" 67108864 10 2>/dev/null | tail -n1)
+echo "  Open MPI allreduce 64 MiB: ${mpi_us} us (default transports), ${mpi_tcp_us} us (tcp)"
+/usr/bin/python3 - "$p2p_bw" "$ucx_bw" "$p2p_lat" "$ucx_lat" "$ar" "$mpi_us" "$mpi_tcp_us" <<'PY'
+import json, sys
+p2p_bw, ucx_bw, p2p_lat, ucx_lat, ar, mpi_us, mpi_tcp_us = sys.argv[1:8]
+# ucx_perftest Final: iters lat50 lat_avg lat_overall bw_avg(MB/s) bw_overall(MB/s) ... ; MB = 2^20 bytes
+ucx_gbytes = float(ucx_bw.split()[6]) * 2**20 / 1e9
+ucx_lat_p50 = float(ucx_lat.split()[2])
+cnet_gbytes = json.loads(p2p_bw)["results"][0]["bandwidth_gbytes"]
+cnet_lat_p50 = json.loads(p2p_lat)["results"][0]["latency_p50_us"]
+cnet_ar_us = json.loads(ar)["results"][0]["latency_avg_us"]
+print(f"transport: p2p 4 MiB bandwidth {cnet_gbytes:.2f} GB/s vs ucx_perftest {ucx_gbytes:.2f} GB/s: ratio {cnet_gbytes / ucx_gbytes:.2f}x (target >= 0.95x)")
+print(f"transport: p2p 8 B latency P50 {cnet_lat_p50:.2f} us vs ucx_perftest {ucx_lat_p50:.2f} us: ratio {cnet_lat_p50 / ucx_lat_p50:.2f}x (target <= 1.10x)")
+print(f"transport: allreduce 64 MiB on 2 ranks {cnet_ar_us / 1000:.1f} ms vs Open MPI {float(mpi_us) / 1000:.1f} ms: speed ratio {float(mpi_us) / cnet_ar_us:.2f}x "
+      f"(target >= 1.0x); vs Open MPI over tcp {float(mpi_tcp_us) / 1000:.1f} ms: {float(mpi_tcp_us) / cnet_ar_us:.2f}x")
+PY

@@ -1,6 +1,9 @@
 #include "cnet/transport/bootstrap.hpp"
 
 #include <pmix.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <condition_variable>
 #include <cstring>
@@ -85,6 +88,18 @@ struct PmixBootstrap::PmixState {
 };
 
 std::span<const std::byte> as_bytes(std::string_view text) { return std::as_bytes(std::span(text.data(), text.size())); }
+
+SingleProcessBootstrap::SingleProcessBootstrap() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  placement_.hostname = host;
+  placement_.job_id = "single." + std::to_string(getpid());
+}
+
+void SingleProcessBootstrap::abort(int status, std::string_view message) {
+  std::fprintf(stderr, "%.*s\n", static_cast<int>(message.size()), message.data());
+  std::_Exit(status == 0 ? 1 : status);
+}
 
 std::unique_ptr<PmixBootstrap> PmixBootstrap::connect(std::chrono::seconds timeout) {
   return std::unique_ptr<PmixBootstrap>(new PmixBootstrap(timeout));

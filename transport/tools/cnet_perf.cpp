@@ -1,6 +1,7 @@
 // cnet-perf: the link check to run before any application. Under srun --mpi=pmix:
 //   srun --mpi=pmix -N2 cnet-perf p2p          bandwidth and latency (avg/P50/P99) between ranks 0 and 1
 //   srun --mpi=pmix -N2 cnet-perf allreduce    algbw and busbw (nccl-tests definitions) over all ranks
+//   cnet-perf --local N p2p|allreduce          the same with N ranks on this machine, no Slurm
 // Rank 0 prints each message size as it finishes; --json prints the report at the end instead.
 // Exit: 0 ok, 1 a size regressed against --compare-baseline, 2 bad arguments, 3 transport failure.
 #include <boost/program_options.hpp>
@@ -14,6 +15,7 @@
 
 #include "cnet/transport/bootstrap.hpp"
 #include "cnet/transport/collectives.hpp"
+#include "cnet/transport/local_launcher.hpp"
 #include "cnet/transport/perf_report.hpp"
 #include "cnet/transport/ucx_channel.hpp"
 
@@ -127,6 +129,7 @@ int main(int argc, char** argv) {
   Settings s;
   std::string mode, save, compare, reduce = "fast";
   double tolerance = 0.1;
+  unsigned local = 0;
   po::options_description opts("cnet-perf p2p|allreduce [options]   (under srun --mpi=pmix)");
   opts.add_options()("help,h", "show this help")
       ("min-size", po::value(&s.min_size)->default_value(s.min_size), "smallest message in bytes")
@@ -134,6 +137,7 @@ int main(int argc, char** argv) {
       ("iters", po::value(&s.iters)->default_value(s.iters), "repetitions per size (fewer for large sizes)")
       ("warmup", po::value(&s.warmup)->default_value(s.warmup), "untimed repetitions first")
       ("reduce", po::value(&reduce)->default_value(reduce), "allreduce: fast or deterministic")
+      ("local", po::value(&local), "run N ranks on this machine with cnet's own PMIx server")
       ("json", "print the report as JSON at the end")
       ("save-baseline", po::value(&save), "write the report to this file")
       ("compare-baseline", po::value(&compare), "exit 1 naming every size that regressed against this file")
@@ -161,6 +165,23 @@ int main(int argc, char** argv) {
   } catch (const po::error& e) {
     std::cerr << "cnet-perf: " << e.what() << "\n" << opts;
     return 2;
+  }
+
+  if (local > 0) {  // become the launcher: the same command, minus --local, once per rank
+    LocalLaunch launch;
+    launch.ranks = local;
+    launch.argv.push_back("/proc/self/exe");
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a == "--local") ++i;
+      else if (a.rfind("--local=", 0) != 0) launch.argv.push_back(a);
+    }
+    try {
+      return run_local(launch);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "cnet-perf: %s\n", e.what());
+      return 3;
+    }
   }
 
   try {

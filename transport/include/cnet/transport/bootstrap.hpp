@@ -41,6 +41,18 @@ class Bootstrap {
   [[noreturn]] virtual void abort(int status, std::string_view message) = 0;
 };
 
+// A job of one process: for single-process runs and checks that need no launcher.
+class SingleProcessBootstrap final : public Bootstrap {
+ public:
+  SingleProcessBootstrap();
+  const Placement& placement() const override { return placement_; }
+  std::vector<Blob> allgather(std::string_view, std::span<const std::byte> mine) override { return {Blob(mine.begin(), mine.end())}; }
+  [[noreturn]] void abort(int status, std::string_view message) override;
+
+ private:
+  Placement placement_;
+};
+
 class PmixBootstrap final : public Bootstrap {
  public:
   // Connects to the PMIx server named in the environment. Throws BootstrapError when there is none

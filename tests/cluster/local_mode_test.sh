@@ -1,0 +1,30 @@
+# The same transport checks without Slurm: N ranks under cnet's own PMIx server (--local).
+set -euo pipefail
+: "${CNET_BIN:?run through ctest}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+for n in 2 3; do
+  out=$("$CNET_BIN/local_run" $n "$CNET_BIN/transport_check")
+  grep -q FAIL <<<"$out" && { echo "$out"; fail "transport check failed with $n local ranks"; }
+  grep -q "^transport_check: 0 failure(s) on rank 0, $n ranks" <<<"$out" || fail "no summary for $n local ranks: $out"
+done
+echo "transport_check passes with 2 and 3 local ranks"
+
+out=$("$CNET_BIN/cnet-perf" --local 2 p2p --max-size 4096 --iters 20 --json)
+/usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["ranks"]==2 and len(r["results"])==5' <<<"$out" || fail "cnet-perf --local JSON: $out"
+
+# A rank killed mid-transfer: the launcher names it and stops the rest at once, no hang.
+start=$SECONDS
+rc=0
+err=$("$CNET_BIN/local_run" 2 "$CNET_BIN/transport_fault" peer-dies 2>&1) || rc=$?
+echo "$err"
+[[ $rc != 0 ]] || fail "a killed rank went unnoticed"
+# Whoever notices first names rank 1: the surviving rank, or the launcher reaping it.
+[[ $err == *"rank 1 on "*" is gone"* || $err == *"rank 1 was killed by signal 9; stopping the other ranks"* ]] ||
+  fail "the dead rank is not named"
+((SECONDS - start < 10)) || fail "took $((SECONDS - start)) s"
+
+rc=0
+"$CNET_BIN/local_run" 2 /nonexistent/program 2>/dev/null || rc=$?
+[[ $rc == 127 ]] || fail "a missing program gave exit $rc, not 127"
+echo ok

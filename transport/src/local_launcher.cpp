@@ -1,0 +1,233 @@
+// A single-node PMIx server built on the public pmix_server.h only (openpmix's examples/server.c needs
+// internal headers): register one namespace with node and process maps, set up each child's
+// environment, fork/exec, answer fences inline (every participant is local), reap children ourselves.
+#include "cnet/transport/local_launcher.hpp"
+
+#include <pmix.h>
+#include <pmix_server.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "cnet/transport/bootstrap.hpp"
+
+namespace cnet::transport {
+namespace {
+
+struct Waiter {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  pmix_status_t status = PMIX_SUCCESS;
+  static void callback(pmix_status_t status, void* self) {
+    auto* w = static_cast<Waiter*>(self);
+    std::lock_guard lock(w->m);
+    w->status = status;
+    w->done = true;
+    w->cv.notify_all();
+  }
+  pmix_status_t wait() {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return done; });
+    return status;
+  }
+};
+
+void check(pmix_status_t rc, const std::string& what) {
+  if (rc != PMIX_SUCCESS) throw BootstrapError(what + " failed: " + PMIx_Error_string(rc));
+}
+
+// Set by the abort upcall (a rank called PMIx_Abort); read by the reaping loop.
+std::mutex g_abort_mutex;
+int g_abort_status = 0;
+int g_abort_rank = -1;
+
+pmix_status_t on_connected(const pmix_proc_t*, void*, pmix_op_cbfunc_t cb, void* cbdata) {
+  if (cb) cb(PMIX_SUCCESS, cbdata);
+  return PMIX_SUCCESS;
+}
+pmix_status_t on_finalized(const pmix_proc_t*, void*, pmix_op_cbfunc_t cb, void* cbdata) {
+  if (cb) cb(PMIX_SUCCESS, cbdata);  // without this the child hangs in PMIx_Finalize
+  return PMIX_SUCCESS;
+}
+pmix_status_t on_abort(const pmix_proc_t* proc, void*, int status, const char msg[], pmix_proc_t*, size_t,
+                       pmix_op_cbfunc_t cb, void* cbdata) {
+  {
+    std::lock_guard lock(g_abort_mutex);
+    g_abort_status = status ? status : 1;
+    g_abort_rank = static_cast<int>(proc->rank);
+  }
+  std::fprintf(stderr, "cnet --local: rank %u aborted (status %d): %s\n", proc->rank, status, msg ? msg : "");
+  if (cb) cb(PMIX_SUCCESS, cbdata);
+  return PMIX_SUCCESS;
+}
+// Every participant is local, so the server library has already collected all their data.
+pmix_status_t on_fence(const pmix_proc_t[], size_t, const pmix_info_t[], size_t, char* data, size_t ndata,
+                       pmix_modex_cbfunc_t cb, void* cbdata) {
+  if (cb) cb(PMIX_SUCCESS, data, ndata, cbdata, nullptr, nullptr);
+  return PMIX_SUCCESS;
+}
+pmix_status_t on_direct_modex(const pmix_proc_t*, const pmix_info_t[], size_t, pmix_modex_cbfunc_t, void*) {
+  return PMIX_ERR_NOT_FOUND;  // no other node to ask
+}
+
+std::string joined_ranks(unsigned n) {
+  std::string s;
+  for (unsigned r = 0; r < n; ++r) s += (r ? "," : "") + std::to_string(r);
+  return s;
+}
+
+void stop_all(const std::vector<pid_t>& pids) {
+  for (pid_t p : pids)
+    if (p > 0) kill(p, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (pid_t p : pids) {
+    if (p <= 0) continue;
+    while (waitpid(p, nullptr, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(p, SIGKILL);
+        waitpid(p, nullptr, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+}
+
+}  // namespace
+
+int run_local(const LocalLaunch& launch) {
+  if (launch.ranks == 0 || launch.ranks > 1024) throw BootstrapError("--local needs between 1 and 1024 ranks");
+  if (launch.argv.empty()) throw BootstrapError("--local needs a program to run");
+  std::string tmpl = (std::filesystem::temp_directory_path() / "cnet-pmix-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) throw BootstrapError("cannot create a private PMIx folder in " + tmpl);
+  std::string tmpdir = tmpl;
+
+  pmix_server_module_t module{};
+  module.client_connected = on_connected;
+  module.client_finalized = on_finalized;
+  module.abort = on_abort;
+  module.fence_nb = on_fence;
+  module.direct_modex = on_direct_modex;
+  pmix_info_t init_info[2];
+  PMIX_INFO_LOAD(&init_info[0], PMIX_SERVER_TMPDIR, tmpdir.c_str(), PMIX_STRING);
+  PMIX_INFO_LOAD(&init_info[1], PMIX_SYSTEM_TMPDIR, tmpdir.c_str(), PMIX_STRING);
+  check(PMIx_server_init(&module, init_info, 2), "PMIx_server_init");
+
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  pmix_nspace_t nspace;
+  PMIX_LOAD_NSPACE(nspace, ("cnet.local." + std::to_string(getpid())).c_str());
+  char *node_map = nullptr, *proc_map = nullptr;
+  check(PMIx_generate_regex(host, &node_map), "PMIx_generate_regex");
+  check(PMIx_generate_ppn(joined_ranks(launch.ranks).c_str(), &proc_map), "PMIx_generate_ppn");
+
+  std::uint32_t n = launch.ranks, one = 1;
+  bool spawned = false;
+  std::string peers = joined_ranks(n);
+  std::vector<pmix_info_t> job(8);
+  PMIX_INFO_LOAD(&job[0], PMIX_UNIV_SIZE, &n, PMIX_UINT32);
+  PMIX_INFO_LOAD(&job[1], PMIX_JOB_SIZE, &n, PMIX_UINT32);
+  PMIX_INFO_LOAD(&job[2], PMIX_LOCAL_SIZE, &n, PMIX_UINT32);
+  PMIX_INFO_LOAD(&job[3], PMIX_NUM_NODES, &one, PMIX_UINT32);
+  PMIX_INFO_LOAD(&job[4], PMIX_SPAWNED, &spawned, PMIX_BOOL);
+  PMIX_INFO_LOAD(&job[5], PMIX_LOCAL_PEERS, peers.c_str(), PMIX_STRING);
+  PMIX_INFO_LOAD(&job[6], PMIX_NODE_MAP, node_map, PMIX_REGEX);
+  PMIX_INFO_LOAD(&job[7], PMIX_PROC_MAP, proc_map, PMIX_REGEX);
+  Waiter registered;
+  check(PMIx_server_register_nspace(nspace, static_cast<int>(n), job.data(), job.size(), Waiter::callback, &registered),
+        "PMIx_server_register_nspace");
+  check(registered.wait(), "registering the local job");
+
+  std::vector<pid_t> pids(n, -1);
+  for (std::uint32_t r = 0; r < n; ++r) {
+    pmix_proc_t proc;
+    PMIX_LOAD_PROCID(&proc, nspace, r);
+    char** env = nullptr;
+    for (char** e = environ; *e; ++e) pmix_argv_append_nosize(&env, *e);
+    check(PMIx_server_setup_fork(&proc, &env), "PMIx_server_setup_fork");
+    Waiter client;  // the client must be registered before it starts (a known race otherwise)
+    check(PMIx_server_register_client(&proc, getuid(), getgid(), nullptr, Waiter::callback, &client), "PMIx_server_register_client");
+    check(client.wait(), "registering rank " + std::to_string(r));
+    pid_t pid = fork();
+    if (pid == 0) {
+      std::vector<char*> args;
+      for (const auto& a : launch.argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execve(args[0], args.data(), env);
+      std::fprintf(stderr, "cnet --local: cannot run %s: %s\n", args[0], std::strerror(errno));
+      _exit(127);
+    }
+    pmix_argv_free(env);
+    if (pid < 0) {
+      stop_all(pids);
+      throw BootstrapError(std::string("fork failed: ") + std::strerror(errno));
+    }
+    pids[r] = pid;
+  }
+
+  // Reap: the first failure stops the rest; a job past its timeout is stopped whole.
+  int result = 0;
+  unsigned running = n;
+  auto deadline = std::chrono::steady_clock::now() + launch.timeout;
+  while (running > 0) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      std::uint32_t rank = 0;
+      while (rank < n && pids[rank] != pid) ++rank;
+      if (rank == n) continue;
+      pids[rank] = -1;
+      --running;
+      int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      if (code != 0 && result == 0) {
+        result = code;
+        std::fprintf(stderr, "cnet --local: rank %u %s %d; stopping the other ranks\n", rank,
+                     WIFEXITED(status) ? "exited with" : "was killed by signal", WIFEXITED(status) ? code : WTERMSIG(status));
+        stop_all(pids);
+        break;
+      }
+      continue;
+    }
+    {
+      std::lock_guard lock(g_abort_mutex);
+      if (g_abort_rank >= 0 && result == 0) {
+        result = g_abort_status;
+        stop_all(pids);
+        break;
+      }
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::fprintf(stderr, "cnet --local: job exceeded %lld s; stopping every rank\n", static_cast<long long>(launch.timeout.count()));
+      stop_all(pids);
+      result = 124;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+
+  for (std::uint32_t r = 0; r < n; ++r) {
+    pmix_proc_t proc;
+    PMIX_LOAD_PROCID(&proc, nspace, r);
+    PMIx_server_deregister_client(&proc, nullptr, nullptr);
+  }
+  PMIx_server_deregister_nspace(nspace, nullptr, nullptr);
+  for (auto& info : job) PMIX_INFO_DESTRUCT(&info);
+  PMIX_INFO_DESTRUCT(&init_info[0]);
+  PMIX_INFO_DESTRUCT(&init_info[1]);
+  std::free(node_map);
+  std::free(proc_map);
+  PMIx_server_finalize();
+  std::filesystem::remove_all(tmpdir);
+  return result;
+}
+
+}  // namespace cnet::transport
