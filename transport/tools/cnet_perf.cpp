@@ -2,6 +2,7 @@
 //   srun --mpi=pmix -N2 cnet-perf p2p          bandwidth and latency (avg/P50/P99) between ranks 0 and 1
 //   srun --mpi=pmix -N2 cnet-perf allreduce    algbw and busbw (nccl-tests definitions) over all ranks
 //   cnet-perf --local N p2p|allreduce          the same with N ranks on this machine, no Slurm
+//   cnet-perf -s [--port P]  /  cnet-perf -c --server-ip A [--port P]   two hosts by hand, no Slurm
 // Rank 0 prints each message size as it finishes; --json prints the report at the end instead.
 // Exit: 0 ok, 1 a size regressed against --compare-baseline, 2 bad arguments, 3 transport failure.
 #include <boost/program_options.hpp>
@@ -17,6 +18,7 @@
 #include "cnet/transport/collectives.hpp"
 #include "cnet/transport/local_launcher.hpp"
 #include "cnet/transport/perf_report.hpp"
+#include "cnet/transport/tcp_bootstrap.hpp"
 #include "cnet/transport/ucx_channel.hpp"
 
 namespace po = boost::program_options;
@@ -128,8 +130,11 @@ std::string read_file(const std::string& path) {
 int main(int argc, char** argv) {
   Settings s;
   std::string mode, save, compare, reduce = "fast";
+  char standalone = 0;
   double tolerance = 0.1;
-  unsigned local = 0;
+  unsigned local = 0, wait_s = 300;
+  std::uint16_t port = 18515;
+  std::string server_ip, bind_address;
   po::options_description opts("cnet-perf p2p|allreduce [options]   (under srun --mpi=pmix)");
   opts.add_options()("help,h", "show this help")
       ("min-size", po::value(&s.min_size)->default_value(s.min_size), "smallest message in bytes")
@@ -138,6 +143,12 @@ int main(int argc, char** argv) {
       ("warmup", po::value(&s.warmup)->default_value(s.warmup), "untimed repetitions first")
       ("reduce", po::value(&reduce)->default_value(reduce), "allreduce: fast or deterministic")
       ("local", po::value(&local), "run N ranks on this machine with cnet's own PMIx server")
+      ("server,s", "standalone: wait for one client, then measure (rank 0)")
+      ("client,c", "standalone: connect to a cnet-perf -s (rank 1)")
+      ("server-ip", po::value(&server_ip), "with -c: the server's address")
+      ("port", po::value(&port)->default_value(port), "standalone TCP port")
+      ("bind", po::value(&bind_address), "with -s: listen on this address only (default: all)")
+      ("wait", po::value(&wait_s)->default_value(wait_s), "standalone: seconds to wait for the other side")
       ("json", "print the report as JSON at the end")
       ("save-baseline", po::value(&save), "write the report to this file")
       ("compare-baseline", po::value(&compare), "exit 1 naming every size that regressed against this file")
@@ -157,6 +168,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     s.json = vm.count("json") > 0;
+    standalone = vm.count("server") ? 's' : vm.count("client") ? 'c' : 0;
+    if (vm.count("server") && vm.count("client")) throw po::error("-s and -c exclude each other");
+    if (standalone == 'c' && server_ip.empty()) throw po::error("-c needs --server-ip");
+    if (standalone && mode.empty()) mode = "p2p";
+    if (standalone && mode != "p2p") throw po::error("standalone mode measures p2p between the two hosts");
     if (mode != "p2p" && mode != "allreduce") throw po::error("the first argument must be p2p or allreduce");
     if (reduce != "fast" && reduce != "deterministic") throw po::error("--reduce must be fast or deterministic");
     s.reduce = reduce == "fast" ? ReduceMode::fast : ReduceMode::deterministic;
@@ -185,13 +201,22 @@ int main(int argc, char** argv) {
   }
 
   try {
-    auto boot = PmixBootstrap::connect();
+    std::unique_ptr<Bootstrap> boot;
+    auto log = [](const std::string& line) { std::fprintf(stderr, "cnet-perf: %s\n", line.c_str()); };
+    if (standalone == 's') {
+      log("waiting for cnet-perf -c on port " + std::to_string(port));
+      boot = TcpBootstrap::serve(bind_address, port, std::chrono::seconds(wait_s), log);
+    } else if (standalone == 'c') {
+      boot = TcpBootstrap::connect(server_ip, port, std::chrono::seconds(wait_s));
+    } else {
+      boot = PmixBootstrap::connect();
+    }
     UcxChannel ch(*boot);
     Collectives coll(ch);
     if (mode == "p2p" && ch.size() < 2) throw std::runtime_error("p2p needs two ranks: srun -N2 --ntasks-per-node=1");
     PerfReport report{mode, ch.size(), ch.size() > 1 ? ch.transports_to(1 % ch.size()) : "self", {}, {}};
     for (std::uint32_t r = 0; r < ch.size(); ++r) report.hosts.push_back(ch.hostname_of(r));
-    bool lead = ch.rank() == 0;
+    bool lead = ch.rank() == 0 || standalone;  // by hand, both sides want to see the numbers
     if (lead && !s.json) {
       std::printf("# cnet-perf %s: %u ranks on %s ... (transports %s)\n", mode.c_str(), ch.size(), report.hosts[0].c_str(),
                   report.transports.c_str());
