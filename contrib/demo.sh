@@ -26,4 +26,7 @@ echo "$ srun --mpi=pmix -N2 --ntasks-per-node=2 --gres=gpu:1 --cnet-template=inf
 "$mc" run -- timeout 120 srun --mpi=pmix -N2 --ntasks-per-node=2 --gres=gpu:1 --cnet-template=infer-small --cnet-check \
   bash -c 'echo "rank $SLURM_PROCID: template=$CNET_TEMPLATE NICs=${CNET_NICS:-none} NCCL_TOPO_FILE=$NCCL_TOPO_FILE" >&2; exec "$0"' \
   "$build/bin/pmix_exchange" | sort
-((keep)) && echo "cluster left running: eval \"\$($mc env)\"; '$mc down' stops it"
+echo
+echo "$ srun --mpi=pmix -N2 cnet-perf p2p --max-size 4194304      # the link check before a big job"
+"$mc" run -- timeout 120 srun --mpi=pmix -N2 "$build/bin/cnet-perf" p2p --max-size 4194304 --iters 100
+if ((keep)); then echo "cluster left running: eval \"\$($mc env)\"; '$mc down' stops it"; fi

@@ -131,6 +131,7 @@ int main(int argc, char** argv) {
   Settings s;
   std::string mode, save, compare, reduce = "fast";
   char standalone = 0;
+  std::string peer_failure = "on";
   double tolerance = 0.1;
   unsigned local = 0, wait_s = 300;
   std::uint16_t port = 18515;
@@ -149,6 +150,8 @@ int main(int argc, char** argv) {
       ("port", po::value(&port)->default_value(port), "standalone TCP port")
       ("bind", po::value(&bind_address), "with -s: listen on this address only (default: all)")
       ("wait", po::value(&wait_s)->default_value(wait_s), "standalone: seconds to wait for the other side")
+      ("peer-failure", po::value(&peer_failure)->default_value(peer_failure),
+       "on: a dead peer is an error (UCX then needs tcp/ib, also within a node); off: shared memory within a node")
       ("json", "print the report as JSON at the end")
       ("save-baseline", po::value(&save), "write the report to this file")
       ("compare-baseline", po::value(&compare), "exit 1 naming every size that regressed against this file")
@@ -175,6 +178,7 @@ int main(int argc, char** argv) {
     if (standalone && mode != "p2p") throw po::error("standalone mode measures p2p between the two hosts");
     if (mode != "p2p" && mode != "allreduce") throw po::error("the first argument must be p2p or allreduce");
     if (reduce != "fast" && reduce != "deterministic") throw po::error("--reduce must be fast or deterministic");
+    if (peer_failure != "on" && peer_failure != "off") throw po::error("--peer-failure must be on or off");
     s.reduce = reduce == "fast" ? ReduceMode::fast : ReduceMode::deterministic;
     if (s.min_size == 0 || s.min_size > s.max_size || s.max_size > (1ull << 32)) throw po::error("need 0 < --min-size <= --max-size <= 4 GiB");
     if (tolerance <= 0 || tolerance >= 1) throw po::error("--tolerance must be between 0 and 1");
@@ -211,7 +215,7 @@ int main(int argc, char** argv) {
     } else {
       boot = PmixBootstrap::connect();
     }
-    UcxChannel ch(*boot);
+    UcxChannel ch(*boot, UcxOptions{peer_failure == "on"});
     Collectives coll(ch);
     if (mode == "p2p" && ch.size() < 2) throw std::runtime_error("p2p needs two ranks: srun -N2 --ntasks-per-node=1");
     PerfReport report{mode, ch.size(), ch.size() > 1 ? ch.transports_to(1 % ch.size()) : "self", {}, {}};
