@@ -11,11 +11,7 @@ using namespace cnet::topology;
 using cnet::topology::testing::fixture;
 
 namespace {
-NodeTopology load(const std::string& name) {
-  DiscoveryOptions o;
-  o.hwloc_xml = fixture("hwloc/" + name);
-  return discover(o);
-}
+const auto load = cnet::topology::testing::load_fixture;
 }  // namespace
 
 TEST(GresConf, GpuAndRdmaLines) {

@@ -12,11 +12,7 @@ using namespace cnet::topology;
 using cnet::topology::testing::fixture;
 
 namespace {
-NodeTopology load(const std::string& name) {
-  DiscoveryOptions o;
-  o.hwloc_xml = fixture("hwloc/" + name);
-  return discover(o);
-}
+const auto load = cnet::topology::testing::load_fixture;
 const Nic& nic_named(const NodeTopology& t, const std::string& name) {
   auto it = std::find_if(t.nics.begin(), t.nics.end(), [&](const Nic& n) { return n.name == name; });
   if (it == t.nics.end()) throw std::runtime_error("no NIC " + name);

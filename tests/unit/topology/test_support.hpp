@@ -5,9 +5,18 @@
 #include <string>
 #include <unistd.h>
 
+#include "cnet/topology/discover.hpp"
+
 namespace cnet::topology::testing {
 
 inline std::filesystem::path fixture(const std::string& rel) { return std::filesystem::path(CNET_FIXTURES_DIR) / rel; }
+
+// Discovery from one of the real-machine hwloc exports, e.g. load_fixture("nvidiaDGX2.xml").
+inline NodeTopology load_fixture(const std::string& name) {
+  DiscoveryOptions o;
+  o.hwloc_xml = fixture("hwloc/" + name);
+  return discover(o);
+}
 
 // A temporary directory removed when the object goes away.
 class TempDir {
