@@ -147,11 +147,12 @@ std::unique_ptr<UcxChannel::Request> UcxChannel::recv(std::uint32_t peer, std::u
 
 void UcxChannel::wait(Request& req) {
   auto deadline = std::chrono::steady_clock::now() + options_.timeout;
-  unsigned spins = 0;
+  unsigned spins = 0, idle = 0;
   while (req.handle) {
-    // Yield when there is nothing to do: with more ranks than cores a spinning rank would otherwise
-    // starve the very peer it waits for.
-    if (ucp_worker_progress(ucx_->worker) == 0 && spins % 64 == 63) sched_yield();
+    // Yield after a stretch with nothing to do: with more ranks than cores a spinning rank would
+    // otherwise starve the very peer it waits for; a short stretch keeps small-message latency.
+    idle = ucp_worker_progress(ucx_->worker) ? 0 : idle + 1;
+    if (idle % 256 == 255) sched_yield();
     ucs_status_t s = ucp_request_check_status(req.handle);
     if (s != UCS_INPROGRESS) {
       req.status = s;
