@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -227,7 +228,11 @@ int main(int argc, char** argv) {
     for (std::uint32_t r = 0; r < ch.size(); ++r) report.hosts.push_back(ch.hostname_of(r));
     bool lead = ch.rank() == 0 || standalone;  // by hand, both sides want to see the numbers
     if (lead && !s.json) {
-      std::printf("# cnet-perf %s: %u ranks on %s ... (transports %s)\n", mode.c_str(), ch.size(), report.hosts[0].c_str(),
+      std::string hosts;
+      std::set<std::string> seen;
+      for (const auto& h : report.hosts)
+        if (seen.insert(h).second) hosts += (hosts.empty() ? "" : ",") + h;
+      std::printf("# cnet-perf %s: %u ranks on %s (transports %s)\n", mode.c_str(), ch.size(), hosts.c_str(),
                   report.transports.c_str());
       std::printf("# %10s %12s %10s %10s %10s %10s %10s\n", "size(B)", mode == "p2p" ? "bw(GB/s)" : "algbw(GB/s)", "bw(Gb/s)",
                   mode == "p2p" ? "bw(GB/s)" : "busbw(GB/s)", mode == "p2p" ? "lat.avg(us)" : "time.avg(us)", "p50(us)", "p99(us)");
