@@ -1,0 +1,38 @@
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cnet/spank/pool_table.hpp"
+
+using namespace cnet::scheduling;
+
+TEST(PoolTable, GpuGresStringsAsSlurmctldReportsThem) {
+  EXPECT_EQ(parse_gpu_gres("gpu:2").count, 2u);
+  auto typed = parse_gpu_gres("gpu:a100:4(S:0-1),rdma:2");
+  EXPECT_EQ(typed.model, "a100");
+  EXPECT_EQ(typed.count, 4u);
+  EXPECT_EQ(parse_gpu_gres("gpu:(null):1(IDX:0)").count, 1u);
+  EXPECT_EQ(parse_gpu_gres("gpu:(null):1(IDX:0)").model, "");
+  EXPECT_EQ(parse_gpu_gres("gpu:0(IDX:N/A)").count, 0u);
+  EXPECT_EQ(parse_gpu_gres("gpu:a100:2(IDX:0,2),gpu:v100:1(IDX:5)").count, 3u) << "two typed entries add up";
+  EXPECT_EQ(parse_gpu_gres("rdma:2").count, 0u);
+  EXPECT_EQ(parse_gpu_gres("").count, 0u);
+}
+
+TEST(PoolTable, FeaturesGiveMemoryClassAndFabric) {
+  EXPECT_EQ(feature_matching("a100,gpumem80g,ib200,nvlink", "gpumem"), "gpumem80g");
+  EXPECT_EQ(feature_matching("a100,gpumem80g,ib200,nvlink", "fabric"), "ib200");
+  EXPECT_EQ(feature_matching("roce100", "fabric"), "roce100");
+  EXPECT_EQ(feature_matching("ibm,gpumem", "fabric"), "") << "'ibm' is not a fabric";
+  EXPECT_EQ(feature_matching("", "gpumem"), "");
+}
+
+TEST(PoolTable, TableTotalsAndJson) {
+  std::vector<PoolRow> rows = {{"n1", "mixed", "", "a100", 8, 6, "gpumem80g", "ib200", 64, 40, 512000, 0},
+                               {"n2", "drained", "bad dimm", "a100", 8, 0, "gpumem80g", "ib200", 64, 0, 512000, 0}};
+  std::string table = format_table(rows);
+  EXPECT_NE(table.find("2 nodes: 6 of 16 GPUs in use, 10 free; 40 of 128 CPUs in use"), std::string::npos) << table;
+  EXPECT_NE(table.find("bad dimm"), std::string::npos);
+  auto j = nlohmann::json::parse(to_json(rows));
+  EXPECT_EQ(j[0]["gpus_free"], 2);
+  EXPECT_EQ(j[1]["state"], "drained");
+}
