@@ -17,6 +17,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cnet/spank/task_environment.hpp"
 #include "cnet/spank/template_catalog.hpp"
@@ -59,7 +60,9 @@ Options g_options;
 PluginArgs g_args;
 std::optional<topo::NodeTopology> g_step_topology;  // read in user_init, used by every task
 std::string g_topology_problem;                     // why there is none
+std::string g_topology_path;                        // the cache file, when slurmd wrote one
 std::string g_nccl_topo_file;
+std::vector<std::string> g_check_failures;          // --cnet-check's findings for this node, once per step
 
 bool absolute_plain_path(const std::string& p) {
   if (p.empty() || p[0] != '/' || p.size() > 1024 || p.find("/../") != std::string::npos || p.ends_with("/..")) return false;
@@ -308,9 +311,26 @@ int slurm_spank_init_post_opt(spank_t sp, int, char**) {
   });
 }
 
+// --cnet-check looks at the NICs as they are now (fresh discovery, not the cache), once per node and
+// step; every task then reports the same verdict.
+std::vector<std::string> check_this_node() {
+  std::optional<topo::NodeTopology> now;
+  try {
+    now = discover_node();
+  } catch (const std::exception& e) {
+    return {std::string("--cnet-check cannot look at this node's NICs: ") + e.what()};
+  }
+  std::vector<std::string> lines;
+  for (const auto& f : topo::check_links(*now))
+    if (f.link_fault) lines.push_back("--cnet-check: " + f.subject + ": " + f.problem + " -- fix: " + f.fix);
+  return lines;
+}
+
 int slurm_spank_user_init(spank_t sp, int, char**) {
   if (!spank_remote(sp)) return kOk;
   return guarded("user_init", [&] {
+    if (g_options.check) g_check_failures = check_this_node();
+    if (std::filesystem::exists(cache_path())) g_topology_path = cache_path();
     // Without a topology the job still runs (cnet's gap is not the user's fault); only tasks that
     // explicitly asked for binding, RDMA or a preflight are stopped, in task_init, with this reason.
     try {
@@ -337,21 +357,10 @@ int slurm_spank_task_init(spank_t sp, int, char**) {
     spank_get_item(sp, S_TASK_ID, &local_task);
     spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks);
 
-    if (g_options.check) {
-      std::optional<topo::NodeTopology> now;
-      try {
-        now = discover_node();
-      } catch (const std::exception& e) {
-        if (local_task == 0) print_to_task(std::string("--cnet-check cannot look at this node's NICs: ") + e.what());
-        return kFail;
-      }
-      auto findings = topo::check_links(*now);
-      std::erase_if(findings, [](const topo::Finding& f) { return !f.link_fault; });
-      if (!findings.empty()) {
-        if (local_task == 0)
-          for (const auto& f : findings) print_to_task("--cnet-check: " + f.subject + ": " + f.problem + " -- fix: " + f.fix);
-        return kFail;
-      }
+    if (!g_check_failures.empty()) {
+      if (local_task == 0)
+        for (const auto& line : g_check_failures) print_to_task(line);
+      return kFail;
     }
     if (!g_step_topology) {
       bool asked = g_options.check || g_options.bind_requested || g_options.net == NetMode::rdma;
@@ -380,7 +389,7 @@ int slurm_spank_task_init(spank_t sp, int, char**) {
     request.bind_requested = g_options.bind_requested;
     request.net = g_options.net;
     request.template_name = g_options.template_name;
-    request.topology_path = std::filesystem::exists(cache_path()) ? cache_path() : "";
+    request.topology_path = g_topology_path;
     request.nccl_topo_file = g_nccl_topo_file;
 
     TaskEnvironment env = plan_task_environment(*g_step_topology, request);
