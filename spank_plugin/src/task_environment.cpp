@@ -6,17 +6,12 @@
 
 #include "cnet/topology/emit.hpp"
 #include "cnet/topology/paths.hpp"
+#include "join.hpp"
 
 namespace cnet::scheduling {
 namespace {
 using topology::Nic;
 using topology::NicKind;
-
-std::string join(const std::vector<std::string>& parts, const char* sep) {
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
-  return out;
-}
 
 // The GPUs a task drives: an even share of the step's GPUs, or one round-robin when tasks outnumber them.
 std::vector<unsigned> gpus_of_task(const TaskRequest& r) {

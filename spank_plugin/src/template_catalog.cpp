@@ -1,4 +1,5 @@
 #include "cnet/spank/template_catalog.hpp"
+#include "join.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -97,12 +98,6 @@ Fabric parse_fabric(const std::string& v, const Line& line) {
   if (v == "roce") return Fabric::roce;
   if (v == "eth") return Fabric::eth;
   line.fail("Fabric=" + v + " must be one of any, ib, roce, eth");
-}
-
-std::string join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
-  return out;
 }
 
 std::string any_of(const std::vector<std::string>& options) {
