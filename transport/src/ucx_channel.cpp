@@ -190,6 +190,11 @@ void UcxChannel::wait_all(std::vector<std::unique_ptr<Request>>& requests) {
   requests.clear();
 }
 
+void UcxChannel::progress() {
+  while (ucp_worker_progress(ucx_->worker) != 0) {
+  }
+}
+
 void UcxChannel::send_blocking(std::uint32_t peer, std::uint32_t tag, std::span<const std::byte> data) {
   auto r = send(peer, tag, data);
   wait(*r);

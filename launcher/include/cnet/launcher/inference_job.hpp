@@ -1,0 +1,46 @@
+#pragma once
+// One inference job across the ranks of a Bootstrap: pipeline stages, data-parallel replicas, or both.
+// Stage 0 of each replica reads its micro-batches from the input file, activations flow stage to stage
+// over UcxChannel (receives posted ahead, sends double-buffered, transfers progressing between layers),
+// the last stages hand their rows to the writer (last stage of replica 0), which writes them in input
+// order into a preallocated safetensors file and records each synced micro-batch in OUTPUT.progress.
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include "cnet/launcher/schedule.hpp"
+#include "cnet/transport/bootstrap.hpp"
+
+namespace cnet::launcher {
+
+struct InferenceOptions {
+  std::string name = "cnet-run";
+  std::string model, input, output;
+  Scheme scheme = Scheme::pipeline;
+  unsigned num_stages = 0;  // 0: as the scheme implies
+  std::size_t micro_batch = 8;
+  int blas_threads = 1;
+  bool resume = false;
+  bool verify = false;
+  double verify_tolerance = 0;  // 0: bit-identical required; else the largest relative error allowed
+  bool json = false;            // the writer prints a JSON summary at the end
+  bool detect_peer_failure = true;
+  std::chrono::seconds timeout{120};  // one transfer; a stage silent for longer is reported as hung
+};
+
+// Exit codes of cnet-run.
+enum ExitCode { kOk = 0, kVerifyMismatch = 1, kBadInput = 2, kStageFailure = 3 };
+
+// Runs this rank's part. Every failure ends the whole job (Bootstrap::abort) with a message naming the
+// stage, rank and host; returns the exit code otherwise.
+int run_inference(transport::Bootstrap& bootstrap, const InferenceOptions& options);
+
+// The whole model on this one process over the same micro-batches: what --verify compares with.
+struct SingleProcessResult {
+  std::vector<float> output;
+  double seconds = 0;
+};
+SingleProcessResult run_single_process(const std::string& model, const std::string& input, std::size_t micro_batch);
+
+}  // namespace cnet::launcher

@@ -1,0 +1,48 @@
+#pragma once
+// How a job is laid out: layers split into pipeline stages of balanced estimated cost (not equal
+// counts), ranks arranged as replicas x stages, and the input cut into micro-batches that every scheme
+// (and the single-process check) processes identically.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cnet/launcher/model.hpp"
+
+namespace cnet::launcher {
+
+struct StageRange {
+  std::size_t first = 0, last = 0;  // layers [first, last)
+  double cost = 0;
+};
+
+// Contiguous stages minimising the most expensive one (exact, by dynamic programming over the layers'
+// cost()). Throws std::invalid_argument when there are more stages than layers.
+std::vector<StageRange> balance_stages(const ModelSpec& model, unsigned stages);
+
+enum class Scheme { pipeline, data, hybrid };
+
+struct JobLayout {
+  unsigned stages = 1, replicas = 1;
+  unsigned stage_of(unsigned rank) const { return rank % stages; }
+  unsigned replica_of(unsigned rank) const { return rank / stages; }
+  unsigned rank_of(unsigned replica, unsigned stage) const { return replica * stages + stage; }
+  unsigned writer() const { return stages - 1; }  // last stage of replica 0 writes the output
+};
+
+// pipeline: every rank is a stage (num_stages, if given, must equal the rank count); data: every rank a
+// whole-model replica; hybrid: num_stages per replica, ranks / num_stages replicas. Throws
+// std::invalid_argument saying which srun/-n fits.
+JobLayout make_layout(Scheme scheme, unsigned ranks, unsigned num_stages);
+
+struct MicroBatch {
+  std::uint32_t index = 0;
+  std::size_t first_row = 0, rows = 0;
+};
+std::vector<MicroBatch> micro_batches(std::size_t rows, std::size_t micro_batch);
+
+// The micro-batches replica `replica` processes, in order: round-robin over the to-do list.
+std::vector<MicroBatch> share_of(const std::vector<MicroBatch>& todo, unsigned replica, unsigned replicas);
+
+}  // namespace cnet::launcher

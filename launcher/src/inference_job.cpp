@@ -1,0 +1,341 @@
+#include "cnet/launcher/inference_job.hpp"
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+
+#include "cnet/launcher/forward.hpp"
+#include "cnet/launcher/progress_log.hpp"
+#include "cnet/transport/collectives.hpp"
+#include "cnet/transport/ucx_channel.hpp"
+
+namespace cnet::launcher {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using transport::UcxChannel;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct InputRows {
+  std::unique_ptr<SafetensorsFile> file;
+  std::vector<float> storage;
+  std::span<const float> data;
+  std::size_t rows = 0;
+};
+
+// The input is one 2-D tensor [rows, width]: named "input", or the file's only tensor.
+InputRows open_input(const std::string& path, std::size_t width) {
+  InputRows in;
+  in.file = std::make_unique<SafetensorsFile>(path);
+  std::string name = "input";
+  if (!in.file->tensors().count(name)) {
+    if (in.file->tensors().size() != 1)
+      throw FormatError(path + ": needs a tensor named 'input' of shape [rows, " + std::to_string(width) + "]");
+    name = in.file->tensors().begin()->first;
+  }
+  const TensorInfo& t = in.file->tensor(name);
+  if (t.shape.size() != 2 || t.shape[1] != width)
+    throw FormatError(path + ": tensor '" + name + "' has shape " + nlohmann::json(t.shape).dump() + ", but the model's first layer takes rows of width " +
+                      std::to_string(width) + " ([rows, " + std::to_string(width) + "])");
+  in.data = in.file->floats(name, in.storage);
+  in.rows = t.shape[0];
+  return in;
+}
+
+std::span<std::byte> bytes(std::vector<float>& v) { return std::as_writable_bytes(std::span(v)); }
+// Activations between stages and finished rows to the writer never share a tag.
+std::uint32_t activation_tag(std::uint32_t mb) { return 2 * mb; }
+std::uint32_t output_tag(std::uint32_t mb) { return 2 * mb + 1; }
+
+std::string clock_text(double s) {
+  char b[32];
+  long t = std::lround(s);
+  std::snprintf(b, sizeof b, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+  return b;
+}
+
+// The writer's side: rows into the output file, synced batches into the progress log, a progress line.
+class OutputSink {
+ public:
+  OutputSink(const InferenceOptions& o, std::size_t rows, std::size_t width, const std::string& identity, std::size_t total)
+      : name_(o.name), width_(width), total_(total),
+        log_(o.resume ? ProgressLog::resume(o.output + ".progress", identity) : ProgressLog::start(o.output + ".progress", identity)),
+        file_(o.output, {{"output", {rows, width}}}, {{"cnet.name", o.name}, {"format", "pt"}}, !o.resume) {
+    done_before_ = log_.done().size();
+  }
+  const std::set<std::uint32_t>& done() const { return log_.done(); }
+  std::size_t done_before() const { return done_before_; }
+
+  void put(const MicroBatch& mb, std::span<const float> rows) {
+    file_.write("output", mb.first_row * width_, rows);
+    pending_.push_back(mb.index);
+    rows_ += mb.rows;
+    if (seconds_since(last_flush_) > 0.5) flush();
+    if (seconds_since(last_line_) >= 1.0) line();
+  }
+  void flush() {
+    if (pending_.empty()) return;
+    file_.sync();  // rows first, then the record that they are there
+    for (auto mb : pending_) log_.record(mb);
+    log_.sync();
+    pending_.clear();
+    last_flush_ = Clock::now();
+  }
+  void line() {
+    double s = seconds_since(start_), rate = rows_ / std::max(s, 1e-9);
+    std::size_t done = log_.done().size() + pending_.size();
+    double per_mb = s / std::max<std::size_t>(done - done_before_, 1);
+    std::fprintf(stderr, "cnet-run %s: %zu/%zu micro-batches, %zu rows this run, %.0f rows/s, ETA %s\n", name_.c_str(), done, total_,
+                 rows_, rate, clock_text(per_mb * static_cast<double>(total_ - done)).c_str());
+    std::fflush(stderr);
+    last_line_ = Clock::now();
+  }
+  void start() { start_ = last_line_ = last_flush_ = Clock::now(); }
+  std::size_t rows_this_run() const { return rows_; }
+  double elapsed() const { return seconds_since(start_); }
+
+ private:
+  std::string name_;
+  std::size_t width_, total_, done_before_ = 0, rows_ = 0;
+  ProgressLog log_;
+  SafetensorsWriter file_;
+  std::vector<std::uint32_t> pending_;
+  Clock::time_point start_, last_flush_, last_line_;
+};
+
+struct Verdict {
+  bool identical = true;
+  std::size_t differing = 0;
+  double max_abs = 0, max_rel = 0;
+  std::size_t first_row = 0;
+};
+
+Verdict compare(std::span<const float> got, std::span<const float> want, std::size_t width) {
+  Verdict v;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (std::memcmp(&got[i], &want[i], sizeof(float)) == 0) continue;
+    if (v.differing++ == 0) v.first_row = i / width;
+    double abs = std::fabs(static_cast<double>(got[i]) - want[i]);
+    if (std::isnan(abs)) abs = INFINITY;
+    v.max_abs = std::max(v.max_abs, abs);
+    v.max_rel = std::max(v.max_rel, abs / std::max(std::fabs(static_cast<double>(want[i])), 1e-30));
+  }
+  v.identical = v.differing == 0;
+  return v;
+}
+
+}  // namespace
+
+SingleProcessResult run_single_process(const std::string& model_path, const std::string& input_path, std::size_t micro_batch) {
+  SafetensorsFile weights(model_path);
+  ModelSpec model = load_model(weights);
+  InputRows input = open_input(input_path, model.input_width());
+  StageForward forward(weights, model, 0, model.layers.size());
+  SingleProcessResult r;
+  r.output.resize(input.rows * model.output_width());
+  std::vector<float> out;
+  auto t0 = Clock::now();
+  for (const MicroBatch& mb : micro_batches(input.rows, micro_batch)) {
+    forward.forward(input.data.subspan(mb.first_row * model.input_width(), mb.rows * model.input_width()), mb.rows, out);
+    std::copy(out.begin(), out.end(), r.output.begin() + static_cast<std::ptrdiff_t>(mb.first_row * model.output_width()));
+  }
+  r.seconds = seconds_since(t0);
+  return r;
+}
+
+int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
+  const auto& me = boot.placement();
+  auto fail = [&](int code, const std::string& message) -> int {
+    std::fprintf(stderr, "cnet-run %s: rank %u on %s: %s\n", o.name.c_str(), me.rank, me.hostname.c_str(), message.c_str());
+    std::fflush(stderr);
+    boot.abort(code, message);
+    return code;  // not reached: abort ends this process
+  };
+  set_blas_threads(o.blas_threads);
+
+  // Everything is checked before any rank computes or the writer touches the output.
+  JobLayout layout;
+  std::unique_ptr<SafetensorsFile> weights;
+  ModelSpec model;
+  std::vector<StageRange> stages;
+  InputRows input;
+  std::unique_ptr<StageForward> forward;
+  try {
+    layout = make_layout(o.scheme, me.size, o.num_stages);
+    weights = std::make_unique<SafetensorsFile>(o.model);
+    model = load_model(*weights);
+    stages = balance_stages(model, layout.stages);
+    input = open_input(o.input, model.input_width());
+    const StageRange& mine = stages[layout.stage_of(me.rank)];
+    forward = std::make_unique<StageForward>(*weights, model, mine.first, mine.last);
+  } catch (const std::exception& e) {
+    return fail(kBadInput, e.what());
+  }
+  auto all = micro_batches(input.rows, o.micro_batch);
+  const bool writer = me.rank == layout.writer();
+
+  // The writer decides what is left to do (all of it, or what the progress log lacks on --resume).
+  std::unique_ptr<OutputSink> sink;
+  std::vector<std::uint32_t> todo_ids;
+  if (writer) {
+    try {
+      std::string identity = file_identity(o.model) + " " + file_identity(o.input) + " micro-batch " + std::to_string(o.micro_batch);
+      sink = std::make_unique<OutputSink>(o, input.rows, model.output_width(), identity, all.size());
+    } catch (const std::exception& e) {
+      return fail(kBadInput, e.what());
+    }
+    for (const auto& mb : all)
+      if (!sink->done().count(mb.index)) todo_ids.push_back(mb.index);
+  }
+  auto plans = boot.allgather("cnet.run.todo", std::as_bytes(std::span(todo_ids)));
+  const auto& plan = plans.at(layout.writer());
+  std::vector<MicroBatch> todo;
+  for (std::size_t i = 0; i + sizeof(std::uint32_t) <= plan.size(); i += sizeof(std::uint32_t)) {
+    std::uint32_t id;
+    std::memcpy(&id, plan.data() + i, sizeof id);
+    todo.push_back(all.at(id));
+  }
+
+  std::optional<UcxChannel> channel;
+  try {
+    channel.emplace(boot, transport::UcxOptions{o.detect_peer_failure, std::chrono::milliseconds(o.timeout)});
+  } catch (const std::exception& e) {
+    return fail(kStageFailure, std::string("cannot set up the data path: ") + e.what());
+  }
+  UcxChannel& ch = *channel;
+  const unsigned S = layout.stages, R = layout.replicas, stage = layout.stage_of(me.rank), replica = layout.replica_of(me.rank);
+  auto describe = [&](std::uint32_t rank) {
+    std::string s = "stage " + std::to_string(layout.stage_of(rank)) + "/" + std::to_string(S);
+    if (R > 1) s += " of replica " + std::to_string(layout.replica_of(rank));
+    return s + " (rank " + std::to_string(rank) + " on " + ch.hostname_of(rank) + ")";
+  };
+
+  if (me.rank == 0) {
+    std::set<std::string> hosts;
+    for (std::uint32_t r = 0; r < me.size; ++r) hosts.insert(ch.hostname_of(r));
+    std::string host_list;
+    for (const auto& h : hosts) host_list += (host_list.empty() ? "" : ",") + h;
+    double total_cost = 0;
+    for (const auto& s : stages) total_cost += s.cost;
+    std::fprintf(stderr, "cnet-run %s: %u stage%s x %u replica%s on %s; %zu layers (width %zu -> %zu); %zu micro-batches of %zu rows; CPU, OpenBLAS %d thread%s\n",
+                 o.name.c_str(), S, S > 1 ? "s" : "", R, R > 1 ? "s" : "", host_list.c_str(), model.layers.size(), model.input_width(),
+                 model.output_width(), all.size(), o.micro_batch, o.blas_threads, o.blas_threads > 1 ? "s" : "");
+    for (unsigned s = 0; s < S; ++s)
+      std::fprintf(stderr, "  stage %u: layers %zu-%zu (%.0f%% of the work) on %s\n", s, stages[s].first, stages[s].last - 1,
+                   100 * stages[s].cost / total_cost, ch.hostname_of(layout.rank_of(0, s)).c_str());
+    if (todo.size() < all.size())
+      std::fprintf(stderr, "cnet-run %s: resuming: %zu of %zu micro-batches already done, %zu to go\n", o.name.c_str(),
+                   all.size() - todo.size(), all.size(), todo.size());
+    std::fflush(stderr);
+  }
+
+  struct Slot {
+    std::vector<float> rows;
+    std::unique_ptr<UcxChannel::Request> request;
+  };
+  std::array<Slot, 2> inbox, outbox;
+  const auto mine = share_of(todo, replica, R);
+  const std::size_t in_width = forward->input_width(), out_width = forward->output_width();
+  try {
+    auto post_receive = [&](std::size_t j) {
+      Slot& slot = inbox[j % 2];
+      slot.rows.resize(mine[j].rows * in_width);
+      slot.request = ch.recv(me.rank - 1, activation_tag(mine[j].index), bytes(slot.rows));
+    };
+    auto send = [&](std::size_t j, std::uint32_t peer, std::uint32_t tag, std::vector<float>& rows) {
+      Slot& slot = outbox[j % 2];
+      if (slot.request) ch.wait(*slot.request);  // the send from two micro-batches ago has left this buffer
+      slot.rows.swap(rows);
+      slot.request = ch.send(peer, tag, bytes(slot.rows));
+    };
+    if (stage > 0)
+      for (std::size_t j = 0; j < std::min<std::size_t>(2, mine.size()); ++j) post_receive(j);
+    if (sink) sink->start();
+    std::vector<float> result, gathered;
+    auto let_transfers_progress = [&] { ch.progress(); };
+    for (std::size_t j = 0; j < mine.size(); ++j) {
+      const MicroBatch& mb = mine[j];
+      std::span<const float> x;
+      if (stage == 0) {
+        x = input.data.subspan(mb.first_row * in_width, mb.rows * in_width);
+      } else {
+        ch.wait(*inbox[j % 2].request);
+        x = inbox[j % 2].rows;
+      }
+      forward->forward(x, mb.rows, result, let_transfers_progress);
+      if (stage > 0 && j + 2 < mine.size()) post_receive(j + 2);  // forward() has copied its input
+      if (stage + 1 < S) {
+        send(j, me.rank + 1, activation_tag(mb.index), result);
+      } else if (!writer) {
+        send(j, layout.writer(), output_tag(mb.index), result);
+      } else {
+        sink->put(mb, result);
+        for (unsigned h = 1; h < R; ++h) {  // the other replicas' rows of this round, in input order
+          std::size_t k = j * R + h;
+          if (k >= todo.size()) break;
+          gathered.resize(todo[k].rows * out_width);
+          ch.recv_blocking(layout.rank_of(h, S - 1), output_tag(todo[k].index), bytes(gathered));
+          sink->put(todo[k], gathered);
+        }
+      }
+    }
+    for (auto& slot : outbox)
+      if (slot.request) ch.wait(*slot.request);
+    // A sender whose last messages left its buffers may not exit before they are received: a peer
+    // that is gone fails every receive from it, delivered or not.
+    transport::Collectives(ch).barrier();
+  } catch (const transport::PeerFailure& e) {
+    return fail(kStageFailure, describe(e.rank()) + " failed: " + e.what() + "; the job stops (rerun with --resume to finish)");
+  } catch (const std::exception& e) {
+    return fail(kStageFailure, describe(me.rank) + ": " + e.what() + "; the job stops (rerun with --resume to finish)");
+  }
+  if (!sink) return kOk;
+
+  sink->flush();
+  sink->line();
+  double seconds = sink->elapsed();
+  double rate = sink->rows_this_run() / std::max(seconds, 1e-9);
+  std::fprintf(stderr, "cnet-run %s: done: %zu rows in %.2f s (%.0f rows/s) -> %s\n", o.name.c_str(), sink->rows_this_run(), seconds, rate,
+               o.output.c_str());
+  nlohmann::json summary = {{"name", o.name}, {"ranks", me.size}, {"stages", S}, {"replicas", R},
+                            {"micro_batches", all.size()}, {"micro_batch_rows", o.micro_batch}, {"rows", input.rows},
+                            {"rows_this_run", sink->rows_this_run()}, {"seconds", seconds}, {"rows_per_second", rate},
+                            {"output", o.output}};
+  int code = kOk;
+  if (o.verify) {
+    try {
+      sink.reset();
+      auto single = run_single_process(o.model, o.input, o.micro_batch);
+      SafetensorsFile produced(o.output);
+      std::vector<float> storage;
+      Verdict v = compare(produced.floats("output", storage), single.output, model.output_width());
+      double single_rate = input.rows / std::max(single.seconds, 1e-9);
+      if (v.identical) {
+        std::fprintf(stderr, "cnet-run %s: verify: bit-identical to one process running the whole model (%zu rows)\n", o.name.c_str(), input.rows);
+      } else {
+        std::fprintf(stderr, "cnet-run %s: verify: %zu of %zu values differ from one process (first in row %zu); max abs error %.3g, max rel error %.3g\n",
+                     o.name.c_str(), v.differing, single.output.size(), v.first_row, v.max_abs, v.max_rel);
+        if (o.verify_tolerance == 0 || !(v.max_rel <= o.verify_tolerance)) code = kVerifyMismatch;
+      }
+      if (sink == nullptr && todo.size() == all.size())
+        std::fprintf(stderr, "cnet-run %s: throughput: %.0f rows/s on %u ranks vs %.0f rows/s on one process: %.2fx\n", o.name.c_str(), rate,
+                     me.size, single_rate, rate / single_rate);
+      summary["verify"] = {{"identical", v.identical}, {"differing_values", v.differing}, {"max_abs_error", v.max_abs},
+                           {"max_rel_error", v.max_rel}, {"single_process_rows_per_second", single_rate},
+                           {"single_process_seconds", single.seconds}};
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "cnet-run %s: verify failed: %s\n", o.name.c_str(), e.what());
+      code = kVerifyMismatch;
+    }
+  }
+  if (o.json) std::printf("%s\n", summary.dump(2).c_str());
+  return code;
+}
+
+}  // namespace cnet::launcher

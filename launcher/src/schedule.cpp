@@ -1,0 +1,70 @@
+#include "cnet/launcher/schedule.hpp"
+
+#include <limits>
+#include <stdexcept>
+
+namespace cnet::launcher {
+
+std::vector<StageRange> balance_stages(const ModelSpec& model, unsigned stages) {
+  std::size_t n = model.layers.size();
+  if (stages == 0 || stages > n)
+    throw std::invalid_argument(std::to_string(stages) + " stages for a model of " + std::to_string(n) +
+                                " layers: use between 1 and " + std::to_string(n) + " stages");
+  std::vector<double> prefix(n + 1, 0);
+  for (std::size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + model.layers[i].cost();
+  // best[k][i]: the lowest possible maximum stage cost splitting layers [0, i) into k stages.
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(stages + 1, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<std::size_t>> cut(stages + 1, std::vector<std::size_t>(n + 1, 0));
+  best[0][0] = 0;
+  for (unsigned k = 1; k <= stages; ++k)
+    for (std::size_t i = k; i <= n; ++i)
+      for (std::size_t j = k - 1; j < i; ++j) {
+        double c = std::max(best[k - 1][j], prefix[i] - prefix[j]);
+        if (c < best[k][i]) best[k][i] = c, cut[k][i] = j;
+      }
+  std::vector<StageRange> out(stages);
+  std::size_t end = n;
+  for (unsigned k = stages; k > 0; --k) {
+    std::size_t start = cut[k][end];
+    out[k - 1] = {start, end, prefix[end] - prefix[start]};
+    end = start;
+  }
+  return out;
+}
+
+JobLayout make_layout(Scheme scheme, unsigned ranks, unsigned num_stages) {
+  auto fail = [](const std::string& s) { throw std::invalid_argument(s); };
+  if (ranks == 0) fail("no ranks");
+  switch (scheme) {
+    case Scheme::data:
+      if (num_stages > 1) fail("--parallel-scheme data runs the whole model on every rank; drop --num-stages or use hybrid");
+      return {1, ranks};
+    case Scheme::pipeline:
+      if (num_stages != 0 && num_stages != ranks)
+        fail("--num-stages " + std::to_string(num_stages) + " needs " + std::to_string(num_stages) + " ranks, the job has " +
+             std::to_string(ranks) + " (srun -n" + std::to_string(num_stages) + ", or --parallel-scheme hybrid for replicas)");
+      return {ranks, 1};
+    case Scheme::hybrid:
+      if (num_stages == 0 || ranks % num_stages != 0)
+        fail("--parallel-scheme hybrid needs --num-stages dividing the " + std::to_string(ranks) + " ranks");
+      return {num_stages, ranks / num_stages};
+  }
+  return {};
+}
+
+std::vector<MicroBatch> micro_batches(std::size_t rows, std::size_t micro_batch) {
+  if (micro_batch == 0) throw std::invalid_argument("--micro-batch must be at least 1 row");
+  std::vector<MicroBatch> out;
+  for (std::size_t r = 0; r < rows; r += micro_batch)
+    out.push_back({static_cast<std::uint32_t>(out.size()), r, std::min(micro_batch, rows - r)});
+  return out;
+}
+
+std::vector<MicroBatch> share_of(const std::vector<MicroBatch>& todo, unsigned replica, unsigned replicas) {
+  std::vector<MicroBatch> out;
+  for (std::size_t k = replica; k < todo.size(); k += replicas) out.push_back(todo[k]);
+  return out;
+}
+
+}  // namespace cnet::launcher

@@ -1,0 +1,164 @@
+// cnet-run: pipeline- and data-parallel inference of a sequential model across the ranks of a job.
+//   srun --mpi=pmix -N2 --ntasks-per-node=1 cnet-run --model M --input I --output O --num-stages 2 [--verify]
+//   cnet-run --local 2 ...                     the same job on this machine, no Slurm
+//   cnet-run make-model --output M [--layers 8 --hidden 512]   a deterministic example model
+//   cnet-run make-input --output I --rows N (--width W | --model M)
+// Exit: 0 ok, 1 --verify found a difference, 2 bad arguments or input files, 3 a stage failed.
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "cnet/launcher/inference_job.hpp"
+#include "cnet/launcher/model.hpp"
+#include "cnet/transport/bootstrap.hpp"
+#include "cnet/transport/local_launcher.hpp"
+
+namespace po = boost::program_options;
+using namespace cnet::launcher;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: cnet-run [run options]            (under srun --mpi=pmix, or with --local N)\n"
+    "       cnet-run make-model --output FILE [--layers N --hidden N --outputs N --seed N]\n"
+    "       cnet-run make-input --output FILE --rows N (--width N | --model FILE) [--seed N]\n"
+    "exit: 0 ok, 1 --verify found a difference, 2 bad arguments or input, 3 a stage failed\n";
+
+int bad_arguments(const std::string& what, const po::options_description& opts) {
+  std::cerr << "cnet-run: " << what << "\n" << kUsage << opts;
+  return kBadInput;
+}
+
+int make_files(const std::string& command, int argc, char** argv) {
+  ExampleModel m;
+  std::string output, model;
+  std::size_t rows = 0, width = 0;
+  unsigned seed = 1;
+  po::options_description opts("cnet-run " + command);
+  opts.add_options()("help,h", "show this help")("output,o", po::value(&output)->required(), "file to write (safetensors)")
+      ("seed", po::value(&seed)->default_value(seed), "random seed (the same seed gives the same bytes)");
+  if (command == "make-model")
+    opts.add_options()("layers", po::value(&m.layers)->default_value(m.layers), "residual MLP blocks")
+        ("hidden", po::value(&m.hidden)->default_value(m.hidden), "row width")
+        ("expansion", po::value(&m.expansion)->default_value(m.expansion), "MLP inner width = expansion x hidden")
+        ("outputs", po::value(&m.outputs)->default_value(0), "width of the head (0: hidden)");
+  else
+    opts.add_options()("rows", po::value(&rows)->required(), "rows in the input")("width", po::value(&width), "row width")
+        ("model", po::value(&model), "take the width from this model");
+  try {
+    po::variables_map vm;
+    po::store(po::parse_command_line(argc, argv, opts), vm);
+    if (vm.count("help")) {
+      std::cout << opts;
+      return 0;
+    }
+    po::notify(vm);
+    if (command == "make-model" && (m.layers == 0 || m.hidden == 0 || m.expansion == 0 || m.layers > 10000))
+      throw po::error("--layers (1..10000), --hidden and --expansion must be positive");
+    if (command == "make-input") {
+      if (!model.empty()) {
+        SafetensorsFile f(model);
+        width = load_model(f).input_width();
+      }
+      if (width == 0 || rows == 0) throw po::error("make-input needs --rows and a --width (or --model) above 0");
+    }
+  } catch (const po::error& e) {
+    return bad_arguments(e.what(), opts);
+  } catch (const std::exception& e) {
+    std::cerr << "cnet-run: " << e.what() << "\n";
+    return kBadInput;
+  }
+  try {
+    seed = seed ? seed : 1;
+    m.seed = seed;
+    if (command == "make-model") write_example_model(output, m);
+    else write_example_input(output, rows, width, seed);
+    std::fprintf(stderr, "cnet-run: wrote %s\n", output.c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "cnet-run: " << e.what() << "\n";
+    return kBadInput;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && (std::string(argv[1]) == "make-model" || std::string(argv[1]) == "make-input"))
+    return make_files(argv[1], argc - 1, argv + 1);
+
+  InferenceOptions o;
+  std::string scheme = "pipeline";
+  unsigned local = 0, timeout_s = 120, gpus_per_stage = 0;
+  std::string peer_failure = "on";
+  po::options_description opts("cnet-run options");
+  opts.add_options()("help,h", "show this help")
+      ("name", po::value(&o.name)->default_value(o.name), "job name in progress lines")
+      ("model", po::value(&o.model)->required(), "model weights with its layer list (safetensors)")
+      ("input", po::value(&o.input)->required(), "input rows: a tensor 'input' [rows, width] (safetensors)")
+      ("output", po::value(&o.output)->required(), "output file (safetensors); OUTPUT.progress records what is done")
+      ("parallel-scheme", po::value(&scheme)->default_value(scheme), "pipeline, data or hybrid (pipeline groups x replicas)")
+      ("num-stages", po::value(&o.num_stages)->default_value(0), "pipeline stages (default: every rank is one)")
+      ("micro-batch", po::value(&o.micro_batch)->default_value(o.micro_batch), "rows per micro-batch")
+      ("threads", po::value(&o.blas_threads)->default_value(o.blas_threads), "BLAS threads per rank")
+      ("gpu-per-stage", po::value(&gpus_per_stage)->default_value(0), "GPUs each stage uses (0: CPU)")
+      ("resume", "go on from OUTPUT.progress: redo only the micro-batches not recorded there")
+      ("verify", "afterwards run the whole model on one process and compare (bit-identical required)")
+      ("verify-tolerance", po::value(&o.verify_tolerance)->default_value(0), "accept a largest relative error up to this")
+      ("timeout", po::value(&timeout_s)->default_value(timeout_s), "seconds one transfer may take before the stage is called hung")
+      ("peer-failure", po::value(&peer_failure)->default_value(peer_failure), "on: a dead stage ends the job at once (UCX over tcp/ib); off: shared memory")
+      ("local", po::value(&local), "run N ranks on this machine with cnet's own PMIx server")
+      ("json", "print a JSON summary at the end");
+  try {
+    po::variables_map vm;
+    po::store(po::parse_command_line(argc, argv, opts), vm);
+    if (vm.count("help")) {
+      std::cout << kUsage << opts;
+      return 0;
+    }
+    po::notify(vm);
+    if (scheme == "pipeline") o.scheme = Scheme::pipeline;
+    else if (scheme == "data") o.scheme = Scheme::data;
+    else if (scheme == "hybrid") o.scheme = Scheme::hybrid;
+    else throw po::error("--parallel-scheme must be pipeline, data or hybrid, not '" + scheme + "'");
+    if (o.micro_batch == 0 || o.micro_batch > (1u << 24)) throw po::error("--micro-batch must be between 1 and 16777216 rows");
+    if (o.blas_threads < 1 || o.blas_threads > 1024) throw po::error("--threads must be between 1 and 1024");
+    if (timeout_s == 0) throw po::error("--timeout must be at least 1 second");
+    if (peer_failure != "on" && peer_failure != "off") throw po::error("--peer-failure must be on or off");
+    if (o.verify_tolerance < 0 || o.verify_tolerance >= 1) throw po::error("--verify-tolerance must be in [0, 1)");
+    if (gpus_per_stage > 0) throw po::error("--gpu-per-stage: this cnet-run computes on the CPU only (the cuBLAS/NCCL stage path is not built yet); use 0");
+    if (vm.count("local") && (local == 0 || local > 256)) throw po::error("--local takes 1 to 256 ranks");
+    o.resume = vm.count("resume") > 0;
+    o.verify = vm.count("verify") > 0;
+    o.json = vm.count("json") > 0;
+    o.detect_peer_failure = peer_failure == "on";
+    o.timeout = std::chrono::seconds(timeout_s);
+  } catch (const po::error& e) {
+    return bad_arguments(e.what(), opts);
+  }
+
+  if (local > 0) {  // become the launcher: the same command, minus --local, once per rank
+    cnet::transport::LocalLaunch launch;
+    launch.ranks = local;
+    launch.argv.push_back("/proc/self/exe");
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a == "--local") ++i;
+      else if (a.rfind("--local=", 0) != 0) launch.argv.push_back(a);
+    }
+    try {
+      return cnet::transport::run_local(launch);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "cnet-run: %s\n", e.what());
+      return kStageFailure;
+    }
+  }
+  try {
+    auto boot = cnet::transport::PmixBootstrap::connect();
+    return run_inference(*boot, o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cnet-run: %s\n", e.what());
+    return kStageFailure;
+  }
+}
