@@ -1,0 +1,150 @@
+#include "cnet/launcher/launch_plan.hpp"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <map>
+
+namespace cnet::launcher {
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    std::size_t end = s.find(sep, start);
+    if (end == std::string::npos) end = s.size();
+    out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+void set(LaunchPlan& plan, const std::string& name, const std::string& value) {
+  for (auto& [n, v] : plan.variables)
+    if (n == name) {
+      v = value;
+      return;
+    }
+  plan.variables.emplace_back(name, value);
+}
+
+std::string value_of(const LaunchPlan& plan, const std::string& name) {
+  for (const auto& [n, v] : plan.variables)
+    if (n == name) return v;
+  return "";
+}
+
+}  // namespace
+
+std::vector<unsigned> node_ranks(const std::vector<std::string>& hosts) {
+  std::map<std::string, unsigned> index;
+  std::vector<unsigned> out;
+  for (const auto& h : hosts) out.push_back(index.emplace(h, static_cast<unsigned>(index.size())).first->second);
+  return out;
+}
+
+LaunchPlan plan_launch(const LaunchRequest& r, const topology::NodeTopology* topo) {
+  LaunchPlan plan;
+  const auto& p = r.placement;
+  auto nodes = node_ranks(r.rank_hosts);
+  unsigned node = p.rank < nodes.size() ? nodes[p.rank] : 0;
+  unsigned num_nodes = nodes.empty() ? 1 : *std::max_element(nodes.begin(), nodes.end()) + 1;
+  auto num = [](auto v) { return std::to_string(v); };
+  set(plan, "RANK", num(p.rank));
+  set(plan, "WORLD_SIZE", num(p.size));
+  set(plan, "LOCAL_RANK", num(p.local_rank));
+  set(plan, "LOCAL_WORLD_SIZE", num(p.local_size));
+  set(plan, "GROUP_RANK", num(node));
+  set(plan, "NODE_RANK", num(node));
+  set(plan, "GROUP_WORLD_SIZE", num(num_nodes));
+  set(plan, "ROLE_RANK", num(p.rank));
+  set(plan, "ROLE_WORLD_SIZE", num(p.size));
+  set(plan, "ROLE_NAME", "default");
+  set(plan, "MASTER_ADDR", r.master_addr);
+  set(plan, "MASTER_PORT", num(r.master_port));
+  set(plan, "TORCHELASTIC_RUN_ID", p.job_id);
+  set(plan, "TORCHELASTIC_RESTART_COUNT", "0");
+  set(plan, "TORCHELASTIC_MAX_RESTARTS", "0");
+  // Rank 0 hosts the c10d store itself; there is no elastic agent whose store the ranks could share.
+  set(plan, "TORCHELASTIC_USE_AGENT_STORE", "False");
+
+  if (r.bind != scheduling::BindMode::none) {
+    if (!topo) {
+      plan.warning = "no node topology, so the task is not bound to a NIC or cores (run cnet-topo to see why)";
+    } else {
+      scheduling::TaskRequest t;
+      t.step_gpus = r.step_gpus;
+      t.local_task = p.local_rank;
+      t.local_tasks = std::max(p.local_size, 1u);
+      t.bind = r.bind;
+      t.bind_requested = true;
+      t.topology_path = r.topology_path;
+      t.nccl_topo_file = r.nccl_topo_file;
+      auto env = scheduling::plan_task_environment(*topo, t);
+      if (!env.error.empty()) {
+        plan.error = env.error;
+        return plan;
+      }
+      plan.warning = env.warning;
+      for (const auto& [n, v] : env.variables) set(plan, n, v);
+      plan.cpus = env.cpus;
+    }
+  }
+
+  // --gpu-bind single: CUDA_VISIBLE_DEVICES narrowed to the task's GPUs, taken at the same positions of
+  // the list the task got (its numbering may differ from the step's under device cgroups).
+  std::string task_gpus = value_of(plan, "CNET_GPUS");
+  if (r.gpu_bind == GpuBind::single && !task_gpus.empty() && !r.cuda_visible_devices.empty()) {
+    auto visible = split(r.cuda_visible_devices, ',');
+    std::vector<std::string> mine;
+    for (const auto& g : split(task_gpus, ',')) {
+      auto at = std::find(r.step_gpus.begin(), r.step_gpus.end(), static_cast<unsigned>(std::stoul(g)));
+      auto pos = static_cast<std::size_t>(at - r.step_gpus.begin());
+      if (at != r.step_gpus.end() && pos < visible.size()) mine.push_back(visible[pos]);
+    }
+    if (!mine.empty()) {
+      std::string list;
+      for (const auto& m : mine) list += (list.empty() ? "" : ",") + m;
+      set(plan, "CUDA_VISIBLE_DEVICES", list);
+    }
+  }
+
+  if (!r.master_iface.empty()) set(plan, "GLOO_SOCKET_IFNAME", r.master_iface);
+  else if (auto nccl = value_of(plan, "NCCL_SOCKET_IFNAME"); !nccl.empty())
+    set(plan, "GLOO_SOCKET_IFNAME", split(nccl.front() == '=' ? nccl.substr(1) : nccl, ',').front());
+
+  if (!r.omp_num_threads.empty()) {
+    set(plan, "OMP_NUM_THREADS", r.omp_num_threads);
+  } else {
+    unsigned threads = 0;
+    if (!r.cpus_per_task.empty() && std::all_of(r.cpus_per_task.begin(), r.cpus_per_task.end(), ::isdigit))
+      threads = static_cast<unsigned>(std::stoul(r.cpus_per_task));
+    else  // an even share of the node's CPUs, whatever cores the task is bound to
+      threads = r.cpus_available / std::max(p.local_size, 1u);
+    set(plan, "OMP_NUM_THREADS", num(std::max(threads, 1u)));
+  }
+  return plan;
+}
+
+std::string interface_address(const std::string& iface) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return iface.empty() ? "127.0.0.1" : "";
+  std::string found;
+  for (ifaddrs* a = list; a && found.empty(); a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET || !(a->ifa_flags & IFF_UP)) continue;
+    bool loopback = a->ifa_flags & IFF_LOOPBACK;
+    if (iface.empty() ? loopback : iface != a->ifa_name) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, text, sizeof text);
+    found = text;
+  }
+  freeifaddrs(list);
+  if (found.empty() && iface.empty()) found = "127.0.0.1";
+  return found;
+}
+
+}  // namespace cnet::launcher

@@ -1,0 +1,194 @@
+// cnet-launch: the srun-invoked bootstrap for other frameworks. Every task joins the PMIx job, rank 0
+// picks MASTER_ADDR/MASTER_PORT, every task gets the torch.distributed env:// variables and its GPU/NIC/CPU
+// binding, then execs the command (so signals and the exit code are the command's own).
+//   srun --mpi=pmix -N2 --ntasks-per-node=4 --gres=gpu:4 cnet-launch [--bind closest] -- python train.py
+// Exit (before exec): 2 bad arguments, 3 rendezvous failed, 127 the command cannot be run.
+#include <boost/program_options.hpp>
+
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "cnet/launcher/launch_plan.hpp"
+#include "cnet/topology/discover.hpp"
+#include "cnet/topology/emit.hpp"
+
+namespace po = boost::program_options;
+using namespace cnet;
+
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback = "") {
+  const char* v = std::getenv(name);
+  return v ? v : fallback;
+}
+
+// Rank 0's port for the c10d store: bound now (so no other rank's choice can collide), closed just
+// before exec so the framework can bind it.
+int reserve_port(const std::string& address, unsigned& port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (fd < 0 || inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+    throw std::runtime_error("cannot bind a port on " + address + ": " + std::strerror(errno) +
+                             " (pick another with --master-addr/--master-iface/--master-port)");
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  port = ntohs(a.sin_port);
+  return fd;
+}
+
+std::optional<topology::NodeTopology> node_topology(std::string& problem) {
+  try {
+    std::string cached = env_or("CNET_TOPOLOGY");  // the SPANK plugin's per-node cache
+    if (!cached.empty()) {
+      std::ifstream in(cached);
+      std::stringstream s;
+      s << in.rdbuf();
+      if (in) return topology::from_json(s.str());
+    }
+    return topology::discover();
+  } catch (const std::exception& e) {
+    problem = e.what();
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The command starts at "--" or at the first argument that is not one of ours.
+  static const std::set<std::string> with_value = {"--bind", "--gpu-bind", "--master-addr", "--master-iface", "--master-port", "--timeout"};
+  int split = argc;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") { split = i; break; }
+    if (a.empty() || a[0] != '-') { split = i; break; }
+    if (with_value.count(a)) ++i;
+  }
+  int command_at = split < argc && std::string(argv[split]) == "--" ? split + 1 : split;
+
+  std::string bind = "closest", gpu_bind = "visible", master_addr, master_iface;
+  unsigned master_port = 0, timeout_s = 120;
+  po::options_description opts("cnet-launch [options] [--] command [args...]   (under srun --mpi=pmix)");
+  opts.add_options()("help,h", "show this help")
+      ("bind", po::value(&bind)->default_value(bind), "none, closest (the GPU's NIC) or strict (also its cores)")
+      ("gpu-bind", po::value(&gpu_bind)->default_value(gpu_bind), "visible: CUDA_VISIBLE_DEVICES as Slurm set it (LOCAL_RANK picks); single: only the task's GPU")
+      ("master-addr", po::value(&master_addr), "MASTER_ADDR (default: rank 0's address on --master-iface or its first non-loopback interface)")
+      ("master-iface", po::value(&master_iface), "interface for MASTER_ADDR; also GLOO_SOCKET_IFNAME")
+      ("master-port", po::value(&master_port)->default_value(0), "MASTER_PORT (0: a free port rank 0 picks)")
+      ("timeout", po::value(&timeout_s)->default_value(timeout_s), "seconds to wait for every task at the rendezvous")
+      ("dry-run", "print each task's plan and exit instead of running the command")
+      ("json", "with --dry-run: the plan as JSON");
+  po::variables_map vm;
+  std::optional<scheduling::BindMode> bind_mode;
+  try {
+    po::store(po::parse_command_line(split, argv, opts), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+      std::cout << opts << "exit before exec: 2 bad arguments, 3 rendezvous failed, 127 command not found; after: the command's\n";
+      return 0;
+    }
+    bind_mode = scheduling::parse_bind(bind);
+    if (!bind_mode) throw po::error("--bind must be none, closest or strict, not '" + bind + "'");
+    if (gpu_bind != "visible" && gpu_bind != "single") throw po::error("--gpu-bind must be visible or single");
+    if (master_port > 65535) throw po::error("--master-port must be below 65536");
+    if (!master_iface.empty() && !scheduling::plain_value(master_iface, 15)) throw po::error("--master-iface must be an interface name");
+    if (command_at >= argc && !vm.count("dry-run")) throw po::error("no command to run: cnet-launch [options] -- command [args...]");
+  } catch (const po::error& e) {
+    std::cerr << "cnet-launch: " << e.what() << "\n" << opts;
+    return 2;
+  }
+
+  launcher::LaunchRequest request;
+  int port_fd = -1;
+  try {
+    auto boot = transport::PmixBootstrap::connect(std::chrono::seconds(timeout_s));
+    request.placement = boot->placement();
+    std::string master;
+    if (request.placement.rank == 0) {
+      std::string addr = master_addr;
+      if (addr.empty()) addr = launcher::interface_address(master_iface);
+      if (addr.empty()) throw std::runtime_error("interface '" + master_iface + "' has no IPv4 address on " + request.placement.hostname);
+      port_fd = reserve_port(addr, master_port);
+      master = addr + " " + std::to_string(master_port);
+    }
+    auto masters = boot->allgather("cnet.launch.master", transport::as_bytes(master));
+    std::string chosen(reinterpret_cast<const char*>(masters[0].data()), masters[0].size());
+    request.master_addr = chosen.substr(0, chosen.find(' '));
+    request.master_port = static_cast<unsigned>(std::stoul(chosen.substr(chosen.find(' ') + 1)));
+    for (const auto& h : boot->allgather("cnet.launch.host", transport::as_bytes(request.placement.hostname)))
+      request.rank_hosts.emplace_back(reinterpret_cast<const char*>(h.data()), h.size());
+  } catch (const std::exception& e) {
+    std::cerr << "cnet-launch: rendezvous failed: " << e.what() << "\n";
+    return 3;
+  }  // PMIx is finalized here, before exec, so the command may join PMIx itself
+
+  request.bind = *bind_mode;
+  request.gpu_bind = gpu_bind == "single" ? launcher::GpuBind::single : launcher::GpuBind::visible;
+  request.master_iface = master_iface;
+  request.cuda_visible_devices = env_or("CUDA_VISIBLE_DEVICES");
+  std::string gpus = env_or("SLURM_STEP_GPUS", request.cuda_visible_devices);
+  if (auto parsed = scheduling::parse_index_list(gpus); parsed && !gpus.empty()) request.step_gpus = *parsed;
+  request.nccl_topo_file = env_or("NCCL_TOPO_FILE");
+  request.topology_path = env_or("CNET_TOPOLOGY");
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  request.cpus_available = sched_getaffinity(0, sizeof mask, &mask) == 0 ? static_cast<unsigned>(CPU_COUNT(&mask)) : 1;
+  request.cpus_per_task = env_or("SLURM_CPUS_PER_TASK");
+  request.omp_num_threads = env_or("OMP_NUM_THREADS");
+
+  std::string problem;
+  std::optional<topology::NodeTopology> topo;
+  if (request.bind != scheduling::BindMode::none) topo = node_topology(problem);
+  launcher::LaunchPlan plan = launcher::plan_launch(request, topo ? &*topo : nullptr);
+  const auto& me = request.placement;
+  if (!plan.error.empty()) {
+    std::cerr << "cnet-launch: rank " << me.rank << " on " << me.hostname << ": " << plan.error << "\n";
+    return 3;
+  }
+  if (!plan.warning.empty() && me.local_rank == 0)
+    std::cerr << "cnet-launch: " << me.hostname << ": " << plan.warning << (problem.empty() ? "" : " (" + problem + ")") << "\n";
+
+  if (vm.count("dry-run")) {
+    if (vm.count("json")) {
+      nlohmann::json j = {{"rank", me.rank}, {"host", me.hostname}, {"cpus", plan.cpus}, {"env", nlohmann::json::object()}};
+      for (const auto& [n, v] : plan.variables) j["env"][n] = v;
+      std::cout << j.dump() << std::endl;
+    } else {
+      std::ostringstream line;
+      line << "rank " << me.rank << " on " << me.hostname << ":";
+      for (const auto& [n, v] : plan.variables) line << " " << n << "=" << v;
+      if (!plan.cpus.empty()) line << " cpus=" << topology::compress_ranges(plan.cpus);
+      std::cout << line.str() << std::endl;
+    }
+    return 0;
+  }
+
+  for (const auto& [n, v] : plan.variables) setenv(n.c_str(), v.c_str(), 1);
+  if (!plan.cpus.empty()) {
+    cpu_set_t bound;
+    CPU_ZERO(&bound);
+    for (unsigned c : plan.cpus) CPU_SET(c, &bound);
+    if (sched_setaffinity(0, sizeof bound, &bound) != 0)
+      std::cerr << "cnet-launch: rank " << me.rank << ": cannot bind to cpus " << topology::compress_ranges(plan.cpus) << ": "
+                << std::strerror(errno) << "\n";
+  }
+  if (port_fd >= 0) close(port_fd);
+  execvp(argv[command_at], argv + command_at);
+  std::cerr << "cnet-launch: cannot run '" << argv[command_at] << "': " << std::strerror(errno) << "\n";
+  return 127;
+}
