@@ -15,6 +15,8 @@ packages=(
   libboost-program-options-dev nlohmann-json3-dev libopenblas-dev
   # tests and benchmarks (Open MPI is the peer for collective benchmarks)
   libgtest-dev libgmock-dev libbenchmark-dev openmpi-bin libopenmpi-dev
+  # cnet-launch's integration test: torch.distributed (CPU, gloo) for /usr/bin/python3
+  python3-torch
   # minicluster: unshare/nsenter, ip, ps
   util-linux iproute2 procps bzip2 python3
 )

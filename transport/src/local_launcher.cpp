@@ -189,7 +189,11 @@ int run_local(const LocalLaunch& launch) {
       --running;
       int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       if (code != 0 && result == 0) {
-        result = code;
+        {
+          // A rank that aborted is the cause; others failing right after it (a fence cut short) are not.
+          std::lock_guard lock(g_abort_mutex);
+          result = g_abort_rank >= 0 ? g_abort_status : code;
+        }
         std::fprintf(stderr, "cnet --local: rank %u %s %d; stopping the other ranks\n", rank,
                      WIFEXITED(status) ? "exited with" : "was killed by signal", WIFEXITED(status) ? code : WTERMSIG(status));
         stop_all(pids);

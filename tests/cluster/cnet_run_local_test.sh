@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# cnet-run without Slurm (--local N): every scheme verified bit for bit against one process and against
+# each other, a killed stage ending the job fast and naming the stage, --resume finishing it exactly, and
+# bad files and flags refused with exit 2 before anything runs.
+set -euo pipefail
+: "${CNET_BIN:?run through ctest}"
+source "$(dirname "$0")/cnet_run_lib.sh"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+run() { "$CNET_BIN/cnet-run" --name t --model "$work/model.safetensors" --input "$work/input.safetensors" "$@"; }
+
+make_example "$work" 6 128 300  # 300 rows: the last micro-batch of 16 is short
+for args in "--local 2:pipe" "--local 3 --parallel-scheme data:data" "--local 4 --parallel-scheme hybrid --num-stages 2:hybrid" "--local 1:one"; do
+  set -- ${args%%:*}
+  out=$(run "$@" --output "$work/${args##*:}.safetensors" --micro-batch 16 --verify 2>&1) || fail "$args: $out"
+  grep -q "verify: bit-identical to one process" <<<"$out" || fail "$args not verified: $out"
+done
+for s in data hybrid one; do cmp -s "$work/pipe.safetensors" "$work/$s.safetensors" || fail "$s output differs from the pipeline's"; done
+echo "pipeline, data, hybrid and one rank give identical files"
+
+# A stage killed mid-run: the job ends within 10 s naming the stage; --resume completes it exactly.
+make_example "$work" 10 384 3072
+run --local 2 --output "$work/ref.safetensors" --micro-batch 8 2>/dev/null || fail "reference run"
+log=$work/killed.log
+run --local 2 --output "$work/out.safetensors" --micro-batch 8 >"$log" 2>&1 &
+job=$!
+wait_for_line "$log" "micro-batches, " 30 || fail "no progress line: $(cat "$log")"
+victim=$(pid_with_env "exe --name t" PMIX_RANK 1)
+[[ -n $victim ]] || fail "stage 1 not found"
+kill -9 "$victim"
+start=$SECONDS
+rc=0
+wait "$job" || rc=$?
+((rc != 0)) || fail "a killed stage went unnoticed"
+((SECONDS - start < 10)) || fail "took $((SECONDS - start)) s to stop"
+grep -Eq "stage 1/2 \(rank 1 on [^)]+\)|rank 1 was killed by signal 9" "$log" || fail "the dead stage is not named: $(cat "$log")"
+done_before=$(grep -c '^done ' "$work/out.safetensors.progress" || true)
+out=$(run --local 2 --output "$work/out.safetensors" --micro-batch 8 --resume --verify 2>&1) || fail "resume: $out"
+grep -q "resuming: $done_before of 384 micro-batches already done" <<<"$out" || fail "resume did not skip the $done_before done: $out"
+grep -q "bit-identical" <<<"$out" || fail "resumed output not verified: $out"
+cmp -s "$work/ref.safetensors" "$work/out.safetensors" || fail "resumed output differs from an undisturbed run"
+[[ $(grep -c '^done ' "$work/out.safetensors.progress") == 384 ]] || fail "progress log does not hold each micro-batch once"
+[[ $(sort "$work/out.safetensors.progress" | uniq -d | wc -l) == 0 ]] || fail "a micro-batch was recorded twice"
+echo "killed after $done_before micro-batches; resumed to the same bytes as an undisturbed run"
+
+# Bad input: exit 2 with the reason, before any rank computes.
+expect_bad() {  # expect_bad PATTERN ARGS...
+  local pattern=$1 rc=0 out
+  shift
+  out=$("$CNET_BIN/cnet-run" "$@" 2>&1) || rc=$?
+  [[ $rc == 2 ]] || fail "$* gave exit $rc, not 2: $out"
+  grep -q -- "$pattern" <<<"$out" || fail "$* did not say '$pattern': $out"
+}
+m=$work/model.safetensors i=$work/input.safetensors o=$work/bad.safetensors
+head -c 100000 "$m" >"$work/truncated.safetensors"
+expect_bad "truncated: tensor '" --local 2 --model "$work/truncated.safetensors" --input "$i" --output "$o"
+expect_bad "first layer takes rows of width 384" --local 2 --model "$m" --input "$work/pipe.safetensors" --output "$o"
+expect_bad "no tensor\|needs a tensor named 'input'\|takes rows" --local 1 --model "$m" --input "$m" --output "$o"
+expect_bad "needs 3 ranks" --local 2 --num-stages 3 --model "$m" --input "$i" --output "$o"
+expect_bad "nothing to resume" --local 2 --resume --model "$m" --input "$i" --output "$work/never.safetensors"
+expect_bad "another model, input or micro-batch" --local 2 --resume --micro-batch 4 --model "$m" --input "$i" --output "$work/out.safetensors"
+expect_bad "micro-batch must be" --micro-batch 0 --model "$m" --input "$i" --output "$o"
+expect_bad "pipeline, data or hybrid" --parallel-scheme tensor --model "$m" --input "$i" --output "$o"
+expect_bad "required" --model "$m"
+expect_bad "unrecognised\|unknown option\|unrecognized" --bogus
+cmp -s "$work/ref.safetensors" "$work/out.safetensors" || fail "a refused resume touched the output"
+echo ok

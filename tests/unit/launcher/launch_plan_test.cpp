@@ -1,0 +1,116 @@
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "cnet/launcher/launch_plan.hpp"
+#include "cnet/topology/discover.hpp"
+
+using namespace cnet::launcher;
+namespace topo = cnet::topology;
+
+namespace {
+
+topo::NodeTopology fixture(const std::string& name) {
+  topo::DiscoveryOptions o;
+  o.hwloc_xml = std::string(CNET_FIXTURES_DIR) + "/hwloc/" + name;
+  return topo::discover(o);
+}
+std::map<std::string, std::string> vars(const LaunchPlan& p) { return {p.variables.begin(), p.variables.end()}; }
+
+// Rank `rank` of 4 tasks on two nodes, two per node (Slurm's block distribution).
+LaunchRequest four_tasks(unsigned rank) {
+  LaunchRequest r;
+  r.placement.rank = rank;
+  r.placement.size = 4;
+  r.placement.local_rank = rank % 2;
+  r.placement.local_size = 2;
+  r.placement.hostname = rank < 2 ? "n1" : "n2";
+  r.placement.job_id = "slurm.pmix.7.0";
+  r.rank_hosts = {"n1", "n1", "n2", "n2"};
+  r.master_addr = "10.0.0.1";
+  r.master_port = 29500;
+  r.cpus_available = 32;
+  r.bind = cnet::scheduling::BindMode::none;
+  return r;
+}
+
+}  // namespace
+
+TEST(LaunchPlan, NodesNumberedInRankOrder) {
+  EXPECT_EQ(node_ranks({"b", "b", "a", "c", "a"}), (std::vector<unsigned>{0, 0, 1, 2, 1}));
+}
+
+TEST(LaunchPlan, TorchEnvContract) {
+  for (unsigned rank = 0; rank < 4; ++rank) {
+    auto v = vars(plan_launch(four_tasks(rank), nullptr));
+    EXPECT_EQ(v["RANK"], std::to_string(rank));
+    EXPECT_EQ(v["WORLD_SIZE"], "4");
+    EXPECT_EQ(v["LOCAL_RANK"], std::to_string(rank % 2));
+    EXPECT_EQ(v["LOCAL_WORLD_SIZE"], "2");
+    EXPECT_EQ(v["GROUP_RANK"], std::to_string(rank / 2));
+    EXPECT_EQ(v["NODE_RANK"], std::to_string(rank / 2));
+    EXPECT_EQ(v["GROUP_WORLD_SIZE"], "2");
+    EXPECT_EQ(v["MASTER_ADDR"], "10.0.0.1");
+    EXPECT_EQ(v["MASTER_PORT"], "29500");
+    EXPECT_EQ(v["TORCHELASTIC_RUN_ID"], "slurm.pmix.7.0");
+    EXPECT_EQ(v["TORCHELASTIC_USE_AGENT_STORE"], "False");
+    EXPECT_EQ(v["OMP_NUM_THREADS"], "16");  // half the node's 32 CPUs each
+  }
+}
+
+TEST(LaunchPlan, ThreadsFromSlurmOrUser) {
+  auto r = four_tasks(0);
+  r.cpus_per_task = "6";
+  EXPECT_EQ(vars(plan_launch(r, nullptr))["OMP_NUM_THREADS"], "6");
+  r.omp_num_threads = "3";
+  EXPECT_EQ(vars(plan_launch(r, nullptr))["OMP_NUM_THREADS"], "3");
+  r = four_tasks(0);
+  r.cpus_available = 1;
+  EXPECT_EQ(vars(plan_launch(r, nullptr))["OMP_NUM_THREADS"], "1");
+}
+
+// The 32em64t machine: GPU0 on socket 0, GPUs 1-2 and the ConnectX-4 (mlx5_0, ib0) on socket 1.
+TEST(LaunchPlan, BindsEachTaskToItsGpusNicAndCores) {
+  auto node = fixture("32em64t-2n8c2t-pci-wholeio.xml");
+  auto r = four_tasks(1);
+  r.bind = cnet::scheduling::BindMode::strict;
+  r.step_gpus = {1, 2};
+  r.cuda_visible_devices = "1,2";
+  auto plan = plan_launch(r, &node);
+  ASSERT_EQ(plan.error, "");
+  auto v = vars(plan);
+  EXPECT_EQ(v["CNET_GPUS"], "2");
+  EXPECT_EQ(v["NCCL_IB_HCA"], "=mlx5_0:1");
+  EXPECT_EQ(v["GLOO_SOCKET_IFNAME"], "ib0");
+  EXPECT_EQ(v["CUDA_VISIBLE_DEVICES"], "") << "visible: left as Slurm set it";
+  EXPECT_EQ(plan.cpus.size(), 16u);
+  EXPECT_EQ(v["RANK"], "1");
+}
+
+TEST(LaunchPlan, SingleGpuBindNarrowsVisibleDevicesInTheTasksNumbering) {
+  auto node = fixture("32em64t-2n8c2t-pci-wholeio.xml");
+  auto r = four_tasks(1);
+  r.bind = cnet::scheduling::BindMode::closest;
+  r.gpu_bind = GpuBind::single;
+  r.step_gpus = {1, 2};
+  r.cuda_visible_devices = "0,1";  // renumbered by device cgroups
+  r.master_iface = "eth0";
+  auto v = vars(plan_launch(r, &node));
+  EXPECT_EQ(v["CUDA_VISIBLE_DEVICES"], "1");
+  EXPECT_EQ(v["GLOO_SOCKET_IFNAME"], "eth0") << "--master-iface wins";
+}
+
+TEST(LaunchPlan, NoTopologyStillLaunchesWithAWarning) {
+  auto r = four_tasks(0);
+  r.bind = cnet::scheduling::BindMode::closest;
+  auto plan = plan_launch(r, nullptr);
+  EXPECT_EQ(plan.error, "");
+  EXPECT_NE(plan.warning.find("no node topology"), std::string::npos);
+  EXPECT_EQ(vars(plan)["RANK"], "0");
+}
+
+TEST(LaunchPlan, InterfaceAddresses) {
+  EXPECT_EQ(interface_address("lo"), "127.0.0.1");
+  EXPECT_EQ(interface_address("no-such-if0"), "");
+  EXPECT_FALSE(interface_address("").empty());
+}

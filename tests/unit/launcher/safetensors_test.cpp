@@ -1,0 +1,121 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "cnet/launcher/safetensors.hpp"
+#include "test_files.hpp"
+
+using namespace cnet::launcher;
+using Safetensors = cnet::launcher::test::ScratchDir;
+
+namespace {
+std::string error_of(const std::string& path) {
+  try {
+    SafetensorsFile f(path);
+  } catch (const FormatError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_F(Safetensors, WriterAndReaderAgree) {
+  std::string p = path("a.safetensors");
+  {
+    SafetensorsWriter w(p, {{"x", {2, 3}}, {"y", {4}}}, {{"k", "v"}});
+    w.write("x", 0, std::vector<float>{1, 2, 3, 4, 5, 6});
+    w.write("y", 2, std::vector<float>{7, 8});
+    w.sync();
+  }
+  SafetensorsFile f(p);
+  EXPECT_EQ(f.metadata().at("k"), "v");
+  EXPECT_EQ(f.tensor("x").shape, (std::vector<std::uint64_t>{2, 3}));
+  EXPECT_EQ(f.data_offset() % 8, 0u);
+  std::vector<float> storage;
+  auto x = f.floats("x", storage);
+  EXPECT_TRUE(storage.empty()) << "F32 must be used in place";
+  EXPECT_EQ(std::vector<float>(x.begin(), x.end()), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  auto y = f.floats("y", storage);
+  EXPECT_EQ(std::vector<float>(y.begin(), y.end()), (std::vector<float>{0, 0, 7, 8}));
+  EXPECT_THROW(f.tensor("z"), FormatError);
+}
+
+TEST_F(Safetensors, ConvertsHalfPrecision) {
+  // 1.0, -2.0, 0.5 and a subnormal in F16; 1.0 and -3.0 in BF16
+  std::string header = R"({"h":{"dtype":"F16","shape":[4],"data_offsets":[0,8]},"b":{"dtype":"BF16","shape":[2],"data_offsets":[8,12]}})";
+  std::string p = raw_file("h.safetensors", header, 0);
+  std::ofstream out(p, std::ios::binary | std::ios::app);
+  std::uint16_t words[] = {0x3c00, 0xc000, 0x3800, 0x0001, 0x3f80, 0xc040};
+  out.write(reinterpret_cast<const char*>(words), sizeof words);
+  out.close();
+  SafetensorsFile f(p);
+  std::vector<float> s;
+  auto h = f.floats("h", s);
+  EXPECT_EQ(h[0], 1.0f);
+  EXPECT_EQ(h[1], -2.0f);
+  EXPECT_EQ(h[2], 0.5f);
+  EXPECT_EQ(h[3], std::ldexp(1.0f, -24));
+  auto b = f.floats("b", s);
+  EXPECT_EQ(b[0], 1.0f);
+  EXPECT_EQ(b[1], -3.0f);
+}
+
+TEST_F(Safetensors, TruncatedFileNamesTheTensorAndOffset) {
+  std::string p = path("t.safetensors");
+  { SafetensorsWriter w(p, {{"a", {4}}, {"b", {16}}}, {}); }
+  auto size = std::filesystem::file_size(p);
+  std::filesystem::resize_file(p, size - 10);
+  std::string e = error_of(p);
+  EXPECT_NE(e.find("truncated"), std::string::npos) << e;
+  EXPECT_NE(e.find("'b'"), std::string::npos) << e;
+  EXPECT_NE(e.find(std::to_string(size)), std::string::npos) << e;
+}
+
+TEST_F(Safetensors, RejectsDamagedHeaders) {
+  struct Case {
+    std::string header;
+    std::size_t data;
+    std::string expect;
+  };
+  std::vector<Case> cases = {
+      {"{not json", 0, "not valid JSON"},
+      {"[1,2]", 0, "JSON object"},
+      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 4, "needs 8"},
+      {R"({"a":{"dtype":"Q7","shape":[1],"data_offsets":[0,4]}})", 4, "unknown dtype"},
+      {R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4, "non-negative"},
+      {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8, "gap before it"},
+      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8, "overlaps"},
+      {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 12, "8 bytes after the last tensor"},
+      {R"({"a":{"dtype":"F32","shape":[1]}})", 4, "needs dtype, shape and data_offsets"},
+      {R"({"__metadata__":{"k":3}})", 0, "must be a string"},
+  };
+  for (const auto& c : cases) {
+    std::string e = error_of(raw_file("bad.safetensors", c.header, c.data));
+    EXPECT_NE(e.find(c.expect), std::string::npos) << c.header << " -> " << e;
+  }
+}
+
+TEST_F(Safetensors, RejectsFilesThatAreNotSafetensors) {
+  std::string p = path("short");
+  std::ofstream(p) << "abc";
+  EXPECT_NE(error_of(p).find("too short"), std::string::npos);
+  std::ofstream(p, std::ios::binary) << std::string(8, '\xff') << "{}";
+  EXPECT_NE(error_of(p).find("over 100 MB"), std::string::npos);
+  std::ofstream(p, std::ios::binary) << std::string("\x40\0\0\0\0\0\0\0", 8) << "{}";
+  EXPECT_NE(error_of(p).find("runs past the end"), std::string::npos);
+  EXPECT_NE(error_of(path("missing")).find("cannot open"), std::string::npos);
+}
+
+TEST_F(Safetensors, ResumeRefusesAnotherLayout) {
+  std::string p = path("o.safetensors");
+  { SafetensorsWriter w(p, {{"output", {4, 2}}}, {}); }
+  EXPECT_NO_THROW(SafetensorsWriter(p, {{"output", {4, 2}}}, {}, false));
+  try {
+    SafetensorsWriter(p, {{"output", {4, 3}}}, {}, false);
+    FAIL() << "resumed into a file of another shape";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("without --resume"), std::string::npos) << e.what();
+  }
+}
