@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# The README's main job: build, start a 2-node minicluster, run a job across it through srun, show the
-# result, and stop the cluster again (pass --keep to leave it running).
-# Today the job is the PMIx rendezvous every cnet rank starts with, run under a cnet resource template;
-# the pipeline job replaces it once cnet-run exists.
+# The README's main job: build, start a 2-node minicluster, run a 2-stage pipeline inference job across
+# it through srun under a cnet resource template, verify it bit for bit against one process, show the
+# result and throughput, and stop the cluster again (pass --keep to leave it running).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${CNET_BUILD_DIR:-$repo/build}
@@ -12,21 +11,45 @@ keep=0
 "$repo/contrib/build.sh"
 export CNET_MINICLUSTER_DIR=${CNET_MINICLUSTER_DIR:-/var/tmp/cnet-demo-$(id -u)}
 mc=$repo/contrib/minicluster
+bin=$build/bin
 "$mc" down >/dev/null
 "$mc" up 2
 ((keep)) || trap '"$mc" down' EXIT
 "$mc" run -- sinfo -N -o '%N %t %c %G'
 echo
 echo "$ cnet-topo --format matrix      # this node, as cnet sees it"
-"$build/bin/cnet-topo" --format matrix | sed -n '1,/^$/p'
+"$bin/cnet-topo" --format matrix | sed -n '1,/^$/p'
 echo "$ srun --cnet-template=list"
 "$mc" run -- srun --cnet-template=list true
 echo
-echo "$ srun --mpi=pmix -N2 --ntasks-per-node=2 --gres=gpu:1 --cnet-template=infer-small --cnet-check pmix_exchange"
-"$mc" run -- timeout 120 srun --mpi=pmix -N2 --ntasks-per-node=2 --gres=gpu:1 --cnet-template=infer-small --cnet-check \
-  bash -c 'echo "rank $SLURM_PROCID: template=$CNET_TEMPLATE NICs=${CNET_NICS:-none} NCCL_TOPO_FILE=$NCCL_TOPO_FILE" >&2; exec "$0"' \
-  "$build/bin/pmix_exchange" | sort
-echo
 echo "$ srun --mpi=pmix -N2 cnet-perf p2p --max-size 4194304      # the link check before a big job"
-"$mc" run -- timeout 120 srun --mpi=pmix -N2 "$build/bin/cnet-perf" p2p --max-size 4194304 --iters 100
+"$mc" run -- timeout 120 srun --mpi=pmix -N2 "$bin/cnet-perf" p2p --max-size 4194304 --iters 100
+echo
+
+# The job's files live where every node sees them (each node has a private /tmp).
+work=$CNET_MINICLUSTER_DIR/demo
+mkdir -p "$work"
+cd "$work"
+echo "$ cnet-run make-model --output model.safetensors --layers 12 --hidden 512"
+"$bin/cnet-run" make-model --output model.safetensors --layers 12 --hidden 512
+echo "$ cnet-run make-input --output inputs.safetensors --rows 2048 --model model.safetensors"
+"$bin/cnet-run" make-input --output inputs.safetensors --rows 2048 --model model.safetensors
+echo
+echo "$ srun --mpi=pmix -N2 --ntasks-per-node=1 --gres=gpu:1 --cnet-template=infer-small \\"
+echo "       cnet-run --name demo_infer --model model.safetensors --input inputs.safetensors --output out.safetensors \\"
+echo "                --parallel-scheme pipeline --num-stages 2 --micro-batch 16 --verify"
+"$mc" run -- timeout 300 srun --mpi=pmix -N2 --ntasks-per-node=1 --gres=gpu:1 --cnet-template=infer-small \
+  "$bin/cnet-run" --name demo_infer --model model.safetensors --input inputs.safetensors --output out.safetensors \
+  --parallel-scheme pipeline --num-stages 2 --micro-batch 16 --verify
+echo
+echo "result: $work/out.safetensors (tensor 'output', 2048 rows), first row:"
+/usr/bin/python3 - "$work/out.safetensors" <<'PY'
+import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    t = json.loads(f.read(n))["output"]
+    f.seek(8 + n + t["data_offsets"][0])
+    row = struct.unpack(f"<{t['shape'][1]}f", f.read(4 * t["shape"][1]))
+print(f"  shape {t['shape']}, row 0: " + " ".join(f"{v:.4f}" for v in row[:8]) + " ...")
+PY
 if ((keep)); then echo "cluster left running: eval \"\$($mc env)\"; '$mc down' stops it"; fi

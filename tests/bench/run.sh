@@ -97,3 +97,7 @@ print(f"transport: allreduce 64 MiB on 2 ranks, shared memory (--peer-failure of
 print(f"transport: allreduce 64 MiB on 2 ranks, tcp (--peer-failure on) {cnet_ar_us / 1000:.1f} ms vs Open MPI over tcp "
       f"{float(mpi_tcp_us) / 1000:.1f} ms: speed ratio {float(mpi_tcp_us) / cnet_ar_us:.2f}x")
 PY
+
+# pipeline: cnet-run on 2 stages / 2 replicas vs one process on the same model and input, same script.
+echo "== pipeline: cnet-run --local 2 vs one process"
+bash "$repo/tests/bench/pipeline.sh" "$build"
