@@ -311,6 +311,9 @@ TopologyHandle load_hwloc(const DiscoveryOptions& options) {
       throw TopologyError("sysfs root '" + options.sysfs_root->string() + "' has no sys/ folder");
     // hwloc's linux component reads /sys and /proc below HWLOC_FSROOT.
     setenv("HWLOC_FSROOT", options.sysfs_root->c_str(), 1);
+    // The x86 component asks the CPU we run on (cpuid), not the tree: its vendor and caches would
+    // describe this machine instead of the one the tree was taken from.
+    hwloc_topology_set_components(t.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
   }
   int rc = hwloc_topology_load(t.get());
   if (options.sysfs_root && *options.sysfs_root != "/") unsetenv("HWLOC_FSROOT");
