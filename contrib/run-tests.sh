@@ -11,7 +11,7 @@ ctest --test-dir "$build" --output-on-failure "$@"
 
 if [[ ${CNET_SKIP_SANITIZE:-0} != 1 ]]; then
   echo "== unit tests under address,undefined sanitizers"
-  CNET_BUILD_DIR=$build-sanitize "$repo/contrib/build.sh" -DCNET_SANITIZE=address,undefined -DCNET_WITH_CUDA=OFF
+  CNET_BUILD_DIR=$build-sanitize "$repo/contrib/build.sh" -DCNET_SANITIZE=address,undefined -DCNET_WITH_CUDA=OFF -DCNET_SLURM_SOURCE=
   # hwloc's libpciaccess plugin leaks when unloaded (its linux component reads PCI from sysfs anyway);
   # PMIx and UCX keep some allocations until exit (tests/lsan.supp).
   HWLOC_COMPONENTS=-pci LSAN_OPTIONS="suppressions=$repo/tests/lsan.supp:print_suppressions=0" \

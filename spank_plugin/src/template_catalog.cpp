@@ -146,8 +146,10 @@ std::string ResourceTemplate::constraint() const {
 }
 
 std::string ResourceTemplate::gres_per_node() const {
-  if (!gpus_per_node) return "";
-  return "gpu:" + (gpu_type.empty() ? "" : gpu_type + ":") + std::to_string(gpus_per_node);
+  std::vector<std::string> gres;
+  if (gpus_per_node) gres.push_back("gpu:" + (gpu_type.empty() ? "" : gpu_type + ":") + std::to_string(gpus_per_node));
+  if (rdma_per_node) gres.push_back("rdma:" + std::to_string(rdma_per_node));
+  return join(gres, ",");
 }
 
 std::string ResourceTemplate::summary() const {
@@ -157,7 +159,7 @@ std::string ResourceTemplate::summary() const {
   out << " [";
   std::vector<std::string> parts;
   if (nodes_min) parts.push_back("nodes=" + std::to_string(nodes_min) + (nodes_max != nodes_min ? "-" + std::to_string(nodes_max) : ""));
-  if (gpus_per_node) parts.push_back("gres=" + gres_per_node());
+  if (auto g = gres_per_node(); !g.empty()) parts.push_back("gres=" + g);
   if (auto c = constraint(); !c.empty()) parts.push_back("constraint=" + c);
   if (same_switch) parts.push_back("switches=1");
   if (exclusive) parts.push_back("exclusive");
@@ -202,6 +204,7 @@ TemplateCatalog TemplateCatalog::parse(const std::string& text, const std::strin
       if (key != "Description" && v.empty()) line.fail(key + "= needs a value");
       if (key == "Description") t.description = v;
       else if (key == "Gpus") t.gpus_per_node = parse_count(key, v, line, 64);
+      else if (key == "RdmaNics") t.rdma_per_node = parse_count(key, v, line, 64);
       else if (key == "GpuType") {
         if (!std::regex_match(v, identifier) || v.find_first_of(",:") != std::string::npos)
           line.fail("GpuType=" + v + " must be a gres type such as a100 (letters, digits, '_', '.', '-')");
@@ -235,7 +238,7 @@ TemplateCatalog TemplateCatalog::parse(const std::string& text, const std::strin
         t.qos = v;
       } else if (key == "AllowOverride") t.allow_override = parse_bool(key, v, line);
       else
-        line.fail("unknown key " + key + "= (known: Description, Gpus, GpuType, MinGpuMemory, Fabric, MinBandwidth, "
+        line.fail("unknown key " + key + "= (known: Description, Gpus, GpuType, RdmaNics, MinGpuMemory, Fabric, MinBandwidth, "
                   "Nodes, Features, SameSwitch, SwitchWait, Exclusive, TimeLimit, Qos, AllowOverride)");
     }
     if (t.gpu_type.size() && !t.gpus_per_node) line.fail("GpuType= needs Gpus= for template " + t.name);

@@ -22,6 +22,7 @@ struct ResourceTemplate {
   std::string description;
   unsigned gpus_per_node = 0;
   std::string gpu_type;             // gres type, e.g. "a100" (empty: any)
+  unsigned rdma_per_node = 0;       // RDMA NICs per node (gres/rdma)
   unsigned min_gpu_memory_gb = 0;
   Fabric fabric = Fabric::any;
   unsigned min_bandwidth_gbps = 0;
@@ -36,7 +37,7 @@ struct ResourceTemplate {
 
   // Slurm --constraint expression for features, GPU memory class and fabric/bandwidth (empty if none).
   std::string constraint() const;
-  // Slurm gres request per node, e.g. "gpu:a100:8" (empty if no GPUs).
+  // Slurm gres request per node, e.g. "gpu:a100:8" or "gpu:2,rdma:1" (empty if neither).
   std::string gres_per_node() const;
   // One line for `--cnet-template=list`.
   std::string summary() const;
