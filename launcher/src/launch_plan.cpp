@@ -8,20 +8,12 @@
 #include <algorithm>
 #include <map>
 
+#include "cnet/spank/text_lists.hpp"
+
 namespace cnet::launcher {
 namespace {
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    std::size_t end = s.find(sep, start);
-    if (end == std::string::npos) end = s.size();
-    out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
+using scheduling::split;
 
 void set(LaunchPlan& plan, const std::string& name, const std::string& value) {
   for (auto& [n, v] : plan.variables)
@@ -84,6 +76,7 @@ LaunchPlan plan_launch(const LaunchRequest& r, const topology::NodeTopology* top
       t.bind_requested = true;
       t.topology_path = r.topology_path;
       t.nccl_topo_file = r.nccl_topo_file;
+      t.allocated_rdma = r.allocated_rdma;
       auto env = scheduling::plan_task_environment(*topo, t);
       if (!env.error.empty()) {
         plan.error = env.error;

@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "cnet/launcher/launch_plan.hpp"
+#include "cnet/spank/text_lists.hpp"
 #include "cnet/topology/discover.hpp"
 #include "cnet/topology/emit.hpp"
 
@@ -145,6 +146,7 @@ int main(int argc, char** argv) {
   if (auto parsed = scheduling::parse_index_list(gpus); parsed && !gpus.empty()) request.step_gpus = *parsed;
   request.nccl_topo_file = env_or("NCCL_TOPO_FILE");
   request.topology_path = env_or("CNET_TOPOLOGY");
+  request.allocated_rdma = scheduling::split(env_or("CNET_RDMA_DEVICES"));
   cpu_set_t mask;
   CPU_ZERO(&mask);
   request.cpus_available = sched_getaffinity(0, sizeof mask, &mask) == 0 ? static_cast<unsigned>(CPU_COUNT(&mask)) : 1;

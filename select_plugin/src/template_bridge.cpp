@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cnet/spank/template_expansion.hpp"
+#include "cnet/spank/text_lists.hpp"
 
 namespace {
 
@@ -93,13 +94,7 @@ extern "C" int cnet_apply_template(const char* templates_path, const cnet_job_re
     if (r->exclusive >= 0) user.exclusive = r->exclusive == 1;
     std::set<std::string> features;
     for (std::uint32_t i = 0; r->node_features && i < r->node_count; ++i) {
-      std::string list = r->node_features[i] ? r->node_features[i] : "";
-      for (std::size_t at = 0; at <= list.size();) {
-        std::size_t comma = list.find(',', at);
-        if (comma == std::string::npos) comma = list.size();
-        if (comma > at) features.insert(list.substr(at, comma - at));
-        at = comma + 1;
-      }
+      for (auto& f : split(r->node_features[i] ? r->node_features[i] : "")) features.insert(std::move(f));
     }
     Expansion x = expand_template(*t, user, r->modify != 0, r->node_features ? &features : nullptr);
     edit->template_name = copy(name);

@@ -21,6 +21,7 @@
 
 #include "cnet/spank/task_environment.hpp"
 #include "cnet/spank/template_catalog.hpp"
+#include "cnet/spank/text_lists.hpp"
 #include "cnet/topology/check.hpp"
 #include "cnet/topology/discover.hpp"
 #include "cnet/topology/emit.hpp"
@@ -391,6 +392,8 @@ int slurm_spank_task_init(spank_t sp, int, char**) {
     request.template_name = g_options.template_name;
     request.topology_path = g_topology_path;
     request.nccl_topo_file = g_nccl_topo_file;
+    if (std::string rdma = getenv_of(sp, "CNET_RDMA_DEVICES"); plain_value(rdma, 1024))
+      request.allocated_rdma = cnet::scheduling::split(rdma);
 
     TaskEnvironment env = plan_task_environment(*g_step_topology, request);
     if (!env.error.empty()) {

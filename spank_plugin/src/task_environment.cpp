@@ -6,7 +6,7 @@
 
 #include "cnet/topology/emit.hpp"
 #include "cnet/topology/paths.hpp"
-#include "join.hpp"
+#include "cnet/spank/text_lists.hpp"
 
 namespace cnet::scheduling {
 namespace {
@@ -83,7 +83,12 @@ TaskEnvironment plan_task_environment(const topology::NodeTopology& topo, const 
                 std::to_string(topo.nics.size()) + " NICs, none InfiniBand/RoCE); use --cnet-net=auto or tcp";
     return env;
   }
-  bool use_rdma = r.net != NetMode::tcp && node_has_rdma;
+  auto allocated = [&](const Nic& n) {
+    return r.allocated_rdma.empty() || std::find(r.allocated_rdma.begin(), r.allocated_rdma.end(), n.rdma_device) != r.allocated_rdma.end();
+  };
+  bool have_allocated = std::any_of(topo.nics.begin(), topo.nics.end(), [&](const Nic& n) { return rdma(n) && allocated(n); });
+  bool use_rdma = r.net != NetMode::tcp && node_has_rdma && have_allocated;
+  bool keep_gres_nics = !r.allocated_rdma.empty() && !have_allocated && r.net != NetMode::tcp;
 
   // A GPU Slurm allocated but discovery did not see (gres.conf out of date, no driver) gets no binding;
   // cnet's own gap must not fail the user's job, but an explicit --cnet-bind hears about it.
@@ -106,13 +111,15 @@ TaskEnvironment plan_task_environment(const topology::NodeTopology& topo, const 
   // The task's NICs: for bind modes, the NICs paired with its GPUs; else (or without GPUs) every NIC of
   // the chosen kind, letting the libraries choose among them.
   std::vector<const Nic*> nics;
-  auto wanted = [&](const Nic& n) { return use_rdma ? rdma(n) : !n.netdev.empty(); };
-  if (r.bind != BindMode::none && !gpus.empty()) {
+  auto wanted = [&](const Nic& n) { return use_rdma ? rdma(n) && allocated(n) : !n.netdev.empty(); };
+  if (keep_gres_nics) {
+    // gres/rdma set the task's NICs to devices this topology does not describe: leave them.
+  } else if (r.bind != BindMode::none && !gpus.empty()) {
     auto pairs = topology::pair_gpus_with_nics(topo);
     for (unsigned g : gpus) {
       // pair_gpus_with_nics prefers RDMA; with tcp re-pick the closest NIC that has a netdev.
       const Nic* best = nullptr;
-      if (use_rdma && pairs[g].nic >= 0) best = &topo.nics[pairs[g].nic];
+      if (use_rdma && pairs[g].nic >= 0 && allocated(topo.nics[pairs[g].nic])) best = &topo.nics[pairs[g].nic];
       else
         for (const auto& n : topo.nics)
           if (wanted(n) && (!best || topology::classify(topo.gpus[g], n).level < topology::classify(topo.gpus[g], *best).level))

@@ -1,5 +1,5 @@
 #include "cnet/spank/template_catalog.hpp"
-#include "join.hpp"
+#include "cnet/spank/text_lists.hpp"
 
 #include <algorithm>
 #include <fstream>

@@ -2,22 +2,10 @@
 
 #include <algorithm>
 
-#include "join.hpp"
+#include "cnet/spank/text_lists.hpp"
 
 namespace cnet::scheduling {
 namespace {
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    std::size_t end = s.find(sep, start);
-    if (end == std::string::npos) end = s.size();
-    if (end > start) out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
 
 // "gres:gpu:a100:2" -> "gpu"; "gres/gpu=2" style is not what 22.05 stores in tres_per_node.
 std::string gres_name(const std::string& entry) {

@@ -3,4 +3,7 @@
 set -euo pipefail
 bash "$(dirname "$0")/make_fake_sysfs.sh" "$CNET_FAKE_SYSFS"
 "$CNET_MINICLUSTER" down >/dev/null
-"$CNET_MINICLUSTER" up "$1"
+# With gres/rdma built, every node also has two fake RDMA NICs (mlx5_0, mlx5_1).
+rdma=()
+[[ -f $CNET_BUILD_DIR/plugins/gres_rdma.so ]] && rdma=(--rdma 2)
+"$CNET_MINICLUSTER" up "$1" "${rdma[@]}"

@@ -77,7 +77,9 @@ std::string to_node_features(const NodeTopology& topo) {
   out << "NodeName=" << (topo.hostname.empty() ? "NODE" : topo.hostname);
   std::string gres;
   for (const auto& [type, count] : gpu_types) gres += (gres.empty() ? "" : ",") + ("gpu:" + type + ":" + std::to_string(count));
-  if (auto rdma = rdma_nics(topo).size()) gres += (gres.empty() ? "" : ",") + ("rdma:" + std::to_string(rdma));
+  // Typed like the gres.conf lines (Type=<rdma device>): Slurm drops gres.conf types slurm.conf lacks,
+  // and gres/rdma names each allocated NIC by its type.
+  for (const Nic* n : rdma_nics(topo)) gres += (gres.empty() ? "" : ",") + ("rdma:" + n->rdma_device + ":1");
   if (!gres.empty()) out << " Gres=" << gres;
   if (!features.empty()) {
     out << " Features=";

@@ -34,7 +34,7 @@ TEST(NodeFeatures, ModelMemoryFabricAndNvlink) {
   EXPECT_EQ(to_node_features(load("nvidiaDGX2.xml")),
             "NodeName=NODE Gres=gpu:tesla_v100-sxm3-32gb-h:16 Features=gpumem32g,nvlink,tesla_v100-sxm3-32gb-h\n");
   EXPECT_EQ(to_node_features(load("32em64t-2n8c2t-pci-wholeio.xml")),
-            "NodeName=conan Gres=gpu:tesla_k40m:1,gpu:tesla_m2075_dual-slot_computing_processor_module:2,rdma:1 "
+            "NodeName=conan Gres=gpu:tesla_k40m:1,gpu:tesla_m2075_dual-slot_computing_processor_module:2,rdma:mlx5_0:1 "
             "Features=gpumem12g,ib,tesla_k40m,tesla_m2075_dual-slot_computing_processor_module\n");
 }
 

@@ -28,6 +28,7 @@ struct LaunchRequest {
   std::vector<unsigned> step_gpus;     // SLURM_STEP_GPUS (or CUDA_VISIBLE_DEVICES) as indexes
   std::string cuda_visible_devices;    // as the task got it
   std::string nccl_topo_file;          // kept as the SPANK plugin set it
+  std::vector<std::string> allocated_rdma;  // CNET_RDMA_DEVICES from gres/rdma
   std::string topology_path;
   unsigned cpus_available = 1;         // CPUs in the task's affinity mask before binding
   std::string cpus_per_task;           // SLURM_CPUS_PER_TASK, if set

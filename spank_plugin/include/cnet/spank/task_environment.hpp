@@ -32,6 +32,9 @@ struct TaskRequest {
   std::string template_name;        // "" when none
   std::string topology_path;        // exported as CNET_TOPOLOGY
   std::string nccl_topo_file;       // exported as NCCL_TOPO_FILE when set
+  // RDMA devices gres/rdma allocated to the task (CNET_RDMA_DEVICES): NICs are chosen among these only,
+  // and when the topology knows none of them the gres plugin's NCCL_IB_HCA/UCX_NET_DEVICES stand.
+  std::vector<std::string> allocated_rdma;
 };
 
 struct TaskEnvironment {
