@@ -18,3 +18,16 @@ wait_for_line() {  # wait_for_line FILE PATTERN SECONDS
   done
   return 1
 }
+# Kills one rank of a running job once LOG shows progress, then waits for the job; fails unless the job
+# exits non-zero within 10 s of the kill.
+kill_rank_mid_run() {  # kill_rank_mid_run LOG JOB_PID PATTERN VAR VALUE
+  local log=$1 job=$2 victim start rc=0
+  wait_for_line "$log" "micro-batches, " 60 || fail "no progress line: $(cat "$log")"
+  victim=$(pid_with_env "$3" "$4" "$5")
+  [[ -n $victim ]] || fail "the rank with $4=$5 was not found"
+  kill -9 "$victim"
+  start=$SECONDS
+  wait "$job" || rc=$?
+  ((rc != 0)) || fail "the job exited 0 after a rank was killed"
+  ((SECONDS - start < 10)) || fail "the job took $((SECONDS - start)) s to stop"
+}

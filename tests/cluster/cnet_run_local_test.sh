@@ -24,16 +24,7 @@ make_example "$work" 10 384 3072
 run --local 2 --output "$work/ref.safetensors" --micro-batch 8 2>/dev/null || fail "reference run"
 log=$work/killed.log
 run --local 2 --output "$work/out.safetensors" --micro-batch 8 >"$log" 2>&1 &
-job=$!
-wait_for_line "$log" "micro-batches, " 30 || fail "no progress line: $(cat "$log")"
-victim=$(pid_with_env "exe --name t" PMIX_RANK 1)
-[[ -n $victim ]] || fail "stage 1 not found"
-kill -9 "$victim"
-start=$SECONDS
-rc=0
-wait "$job" || rc=$?
-((rc != 0)) || fail "a killed stage went unnoticed"
-((SECONDS - start < 10)) || fail "took $((SECONDS - start)) s to stop"
+kill_rank_mid_run "$log" $! "exe --name t" PMIX_RANK 1
 grep -Eq "stage 1/2 \(rank 1 on [^)]+\)|rank 1 was killed by signal 9" "$log" || fail "the dead stage is not named: $(cat "$log")"
 done_before=$(grep -c '^done ' "$work/out.safetensors.progress" || true)
 out=$(run --local 2 --output "$work/out.safetensors" --micro-batch 8 --resume --verify 2>&1) || fail "resume: $out"

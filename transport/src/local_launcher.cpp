@@ -104,6 +104,18 @@ void stop_all(const std::vector<pid_t>& pids) {
 
 }  // namespace
 
+LocalLaunch relaunch_locally(unsigned ranks, int argc, char** argv) {
+  LocalLaunch launch;
+  launch.ranks = ranks;
+  launch.argv.push_back("/proc/self/exe");
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--local") ++i;
+    else if (a.rfind("--local=", 0) != 0) launch.argv.push_back(a);
+  }
+  return launch;
+}
+
 int run_local(const LocalLaunch& launch) {
   if (launch.ranks == 0 || launch.ranks > 1024) throw BootstrapError("--local needs between 1 and 1024 ranks");
   if (launch.argv.empty()) throw BootstrapError("--local needs a program to run");

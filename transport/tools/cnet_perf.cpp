@@ -194,14 +194,7 @@ int main(int argc, char** argv) {
   }
 
   if (local > 0) {  // become the launcher: the same command, minus --local, once per rank
-    LocalLaunch launch;
-    launch.ranks = local;
-    launch.argv.push_back("/proc/self/exe");
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i];
-      if (a == "--local") ++i;
-      else if (a.rfind("--local=", 0) != 0) launch.argv.push_back(a);
-    }
+    auto launch = relaunch_locally(local, argc, argv);
     try {
       return run_local(launch);
     } catch (const std::exception& e) {

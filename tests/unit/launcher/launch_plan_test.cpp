@@ -3,18 +3,14 @@
 #include <map>
 
 #include "cnet/launcher/launch_plan.hpp"
-#include "cnet/topology/discover.hpp"
+#include "../topology/test_support.hpp"
 
 using namespace cnet::launcher;
 namespace topo = cnet::topology;
 
 namespace {
 
-topo::NodeTopology fixture(const std::string& name) {
-  topo::DiscoveryOptions o;
-  o.hwloc_xml = std::string(CNET_FIXTURES_DIR) + "/hwloc/" + name;
-  return topo::discover(o);
-}
+topo::NodeTopology fixture(const std::string& name) { return topo::testing::load_fixture(name); }
 std::map<std::string, std::string> vars(const LaunchPlan& p) { return {p.variables.begin(), p.variables.end()}; }
 
 // Rank `rank` of 4 tasks on two nodes, two per node (Slurm's block distribution).

@@ -6,7 +6,7 @@
 
 #include "cnet/spank/rdma_gres.hpp"
 #include "cnet/spank/task_environment.hpp"
-#include "cnet/topology/discover.hpp"
+#include "../topology/test_support.hpp"
 
 using namespace cnet::scheduling;
 namespace fs = std::filesystem;
@@ -32,9 +32,7 @@ TEST(RdmaGres, StepEnvironment) {
 
 // The SPANK plugin's per-task choice stays within what gres/rdma allocated.
 TEST(RdmaGres, TaskNicsStayWithinTheAllocation) {
-  cnet::topology::DiscoveryOptions o;
-  o.hwloc_xml = std::string(CNET_FIXTURES_DIR) + "/hwloc/32em64t-2n8c2t-pci-wholeio.xml";  // one ConnectX-4, mlx5_0
-  auto node = cnet::topology::discover(o);
+  auto node = cnet::topology::testing::load_fixture("32em64t-2n8c2t-pci-wholeio.xml");  // one ConnectX-4, mlx5_0
   TaskRequest r;
   r.step_gpus = {2};
   r.allocated_rdma = {"mlx5_0"};

@@ -3,17 +3,13 @@
 #include <map>
 
 #include "cnet/spank/task_environment.hpp"
-#include "cnet/topology/discover.hpp"
+#include "../topology/test_support.hpp"
 
 using namespace cnet::scheduling;
 namespace topo = cnet::topology;
 
 namespace {
-topo::NodeTopology fixture(const std::string& name) {
-  topo::DiscoveryOptions o;
-  o.hwloc_xml = std::string(CNET_FIXTURES_DIR) + "/hwloc/" + name;
-  return topo::discover(o);
-}
+topo::NodeTopology fixture(const std::string& name) { return topo::testing::load_fixture(name); }
 std::map<std::string, std::string> vars(const TaskEnvironment& env) { return {env.variables.begin(), env.variables.end()}; }
 }  // namespace
 

@@ -14,6 +14,9 @@ struct LocalLaunch {
   std::chrono::seconds timeout{std::chrono::hours(24)};  // the whole job; then every rank is killed
 };
 
+// The launch a tool's `--local N` asks for: this same program with the same arguments, minus --local.
+LocalLaunch relaunch_locally(unsigned ranks, int argc, char** argv);
+
 // Starts the ranks and waits for them. When one fails (non-zero exit, signal, PMIx_Abort) the others
 // are stopped at once, so a dead rank never leaves the rest hanging. Returns 0 when all succeeded, else
 // the first failure's exit code (128+signal for a signal); prints which rank failed to stderr.
