@@ -1,0 +1,167 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+#include "../topology/test_support.hpp"
+#include "cnet/doctor/checks.hpp"
+
+using namespace cnet::doctor;
+using cnet::topology::testing::TempDir;
+
+namespace {
+
+const CheckResult* find(const std::vector<CheckResult>& results, const std::string& check) {
+  for (const auto& r : results)
+    if (r.check == check) return &r;
+  return nullptr;
+}
+
+// A fake node: /proc files, a sysfs tree with one NIC, slurm.conf and gres.conf beside it.
+struct FakeNode {
+  TempDir dir;
+  FakeNode() {
+    dir.write("proc/swaps", "Filename Type Size Used Priority\n/swapfile file 2097148 0 -2\n");
+    dir.write("proc/sys/net/core/rmem_max", "212992\n");
+    dir.write("proc/sys/net/core/wmem_max", "16777216\n");
+    dir.write("proc/sys/fs/file-max", "9223372036854775807\n");
+    dir.write("proc/self/limits",
+              "Limit                     Soft Limit           Hard Limit           Units\n"
+              "Max open files            1024                 524288               files\n"
+              "Max locked memory         65536                65536                bytes\n");
+    dir.write("sys/class/net/eth0/mtu", "1500\n");
+    dir.write("sys/class/net/eth0/operstate", "up\n");
+    dir.write("etc/slurm/slurm.conf",
+              "ClusterName=c\nSlurmctldPort=7817\nSlurmdPort=7818\n"
+              "NodeName=n[1-2] NodeAddr=127.0.0.1 CPUs=4\nNodeName=no-such-host.invalid CPUs=4\n");
+    dir.write("etc/slurm/gres.conf", "NodeName=n1 Name=gpu File=/dev/nvidia[0-1]\nNodeName=n2 Name=gpu File=/dev/nvidia[0-3]\n");
+    dir.write("dev/nvidia0", "");
+  }
+  GatherOptions options() const {
+    GatherOptions o;
+    o.root = dir.path().string();
+    o.slurm_conf = (dir.path() / "etc/slurm/slurm.conf").string();
+    o.hostname = "n1";
+    o.live_process_limits = false;
+    return o;
+  }
+};
+
+}  // namespace
+
+TEST(Doctor, HostRanges) {
+  EXPECT_EQ(expand_host_range("cn[1-3,5]"), (std::vector<std::string>{"cn1", "cn2", "cn3", "cn5"}));
+  EXPECT_EQ(expand_host_range("gpu[08-10]"), (std::vector<std::string>{"gpu08", "gpu09", "gpu10"}));
+  EXPECT_EQ(expand_host_range("/dev/nvidia[0-1]"), (std::vector<std::string>{"/dev/nvidia0", "/dev/nvidia1"}));
+  EXPECT_EQ(expand_host_range("plain"), std::vector<std::string>{"plain"});
+  auto nodes = slurm_conf_nodes("NodeName=DEFAULT CPUs=2\nNodeName=a[1-2] NodeAddr=10.0.0.[1-2] \\\n  CPUs=4\n");
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[1].name, "a2");
+  EXPECT_EQ(nodes[1].address, "10.0.0.2");
+}
+
+TEST(Doctor, FactsFromAFakeNode) {
+  FakeNode node;
+  NodeFacts f = gather_facts(node.options());
+  EXPECT_EQ(f.swap_kb, 2097148u);
+  EXPECT_EQ(f.sysctl.at("net.core.rmem_max"), "212992");
+  ASSERT_TRUE(f.memlock_bytes);
+  EXPECT_EQ(*f.memlock_bytes, 65536u);
+  EXPECT_EQ(f.open_files, 1024u);
+  EXPECT_EQ(f.slurm_ports, (std::vector<unsigned>{7817, 7818}));
+  ASSERT_EQ(f.gres_devices.size(), 2u) << "only n1's lines";
+  EXPECT_TRUE(f.gres_devices[0].present);
+  EXPECT_FALSE(f.gres_devices[1].present);
+  EXPECT_EQ(f.resolved.at("n1"), "127.0.0.1");
+  EXPECT_EQ(f.resolved.at("no-such-host.invalid"), "");
+}
+
+TEST(Doctor, ChecksJudgeTheFacts) {
+  FakeNode node;
+  NodeFacts f = gather_facts(node.options());
+  f.clock = {true, true, 2500, 10};
+  auto r = run_checks(f, DoctorConfig::defaults());
+  EXPECT_EQ(find(r, "clock")->status, Status::fail);
+  EXPECT_NE(find(r, "clock")->seen.find("offset 2500 ms (limit 1000 ms)"), std::string::npos);
+  EXPECT_EQ(find(r, "swap")->status, Status::warn);
+  EXPECT_EQ(find(r, "net.core.rmem_max")->status, Status::warn);
+  EXPECT_NE(find(r, "net.core.rmem_max")->fix.find("sysctl -w net.core.rmem_max=4194304"), std::string::npos);
+  EXPECT_EQ(find(r, "net.core.wmem_max")->status, Status::pass);
+  EXPECT_EQ(find(r, "memlock")->status, Status::warn) << "no RDMA NIC on this node";
+  EXPECT_EQ(find(r, "nofile")->status, Status::warn);
+  EXPECT_EQ(find(r, "gres gpu")->status, Status::fail);
+  EXPECT_NE(find(r, "gres gpu")->seen.find("/dev/nvidia1"), std::string::npos);
+  EXPECT_EQ(find(r, "dns no-such-host.invalid")->status, Status::fail);
+  EXPECT_EQ(find(r, "firewall")->status, Status::skip);
+  EXPECT_EQ(worst(r), Status::fail);
+
+  f.clock = {true, false, 0, 0};
+  EXPECT_NE(find(run_checks(f, DoctorConfig::defaults()), "clock")->seen.find("not synchronized"), std::string::npos);
+}
+
+TEST(Doctor, FirewallRulesOnSlurmPorts) {
+  NodeFacts f;
+  f.slurm_ports = {6817, 6818};
+  f.firewall_known = true;
+  f.firewall_rules = "*filter\n-A INPUT -p tcp -m tcp --dport 22 -j ACCEPT\n-A INPUT -p tcp -m multiport --dports 6000:6900 -j DROP\n";
+  auto config = DoctorConfig::parse("clock = off\nnics = off\n", "t.conf");
+  auto r = run_checks(f, config);
+  ASSERT_NE(find(r, "firewall"), nullptr);
+  EXPECT_EQ(find(r, "firewall")->status, Status::fail);
+  EXPECT_NE(find(r, "firewall")->seen.find("blocks Slurm port 6817"), std::string::npos);
+  f.firewall_rules = "-A INPUT -p tcp --dport 22 -j DROP\n";
+  EXPECT_EQ(find(run_checks(f, config), "firewall")->status, Status::pass);
+}
+
+TEST(Doctor, ConfigIsCheckedLineByLine) {
+  auto c = DoctorConfig::parse("# site\nswap = fail\nclock.max_offset_ms = 50\n", "site.conf");
+  EXPECT_EQ(c.get("swap"), "fail");
+  EXPECT_EQ(c.get("clock.max_offset_ms"), "50");
+  EXPECT_EQ(c.get("dns"), "fail") << "defaults stay";
+  for (auto [text, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"swap = sometimes\n", "site.conf:1: swap must be fail, warn or off"},
+           {"\nclock.max_offset_ms = soon\n", "site.conf:2: clock.max_offset_ms must be a whole number"},
+           {"colour = blue\n", "site.conf:1: unknown key 'colour'"},
+           {"just words\n", "site.conf:1: expected KEY = VALUE"}}) {
+    try {
+      DoctorConfig::parse(text, "site.conf");
+      FAIL() << text;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+    }
+  }
+  auto off = DoctorConfig::parse("swap = off\nfs.file-max = 0\n", "x");
+  NodeFacts f;
+  f.swap_kb = 100;
+  auto r = run_checks(f, off);
+  EXPECT_EQ(find(r, "swap"), nullptr);
+  EXPECT_EQ(find(r, "fs.file-max"), nullptr);
+}
+
+TEST(Doctor, HealthActions) {
+  std::vector<CheckResult> bad = {{"swap", Status::warn, "1 MB", "x"}, {"gres gpu", Status::fail, "gres.conf lists /dev/nvidia1 but \"it\" does not exist", "y"}};
+  std::vector<CheckResult> good = {{"swap", Status::warn, "1 MB", "x"}};
+  auto a = health_action(bad, false, "");
+  EXPECT_EQ(a.kind, HealthAction::drain);
+  EXPECT_EQ(a.reason, "cnet-doctor: gres gpu: gres.conf lists /dev/nvidia1 but  it  does not exist");
+  EXPECT_EQ(health_action(bad, true, a.reason).kind, HealthAction::nothing) << "already drained for this";
+  EXPECT_EQ(health_action(bad, true, "admin: bad fan").kind, HealthAction::nothing) << "an admin's drain is left alone";
+  EXPECT_EQ(health_action(good, true, a.reason).kind, HealthAction::resume);
+  EXPECT_EQ(health_action(good, true, "admin: bad fan").kind, HealthAction::nothing);
+  EXPECT_EQ(health_action(good, false, "").kind, HealthAction::nothing);
+}
+
+TEST(Doctor, SnapshotAndCompare) {
+  FakeNode node;
+  NodeFacts good = gather_facts(node.options());
+  std::string snap = snapshot_json(good);
+  EXPECT_TRUE(compare_snapshot(snap, good).empty());
+  NodeFacts other = good;
+  other.sysctl["net.core.rmem_max"] = "4194304";
+  other.swap_kb = 0;
+  auto diffs = compare_snapshot(snap, other);
+  EXPECT_EQ(std::set<std::string>(diffs.begin(), diffs.end()),
+            (std::set<std::string>{"sysctl/net.core.rmem_max: template \"212992\", here \"4194304\"", "swap_kb: template 2097148, here 0"}));
+  EXPECT_THROW(compare_snapshot("{}", good), std::runtime_error);
+  EXPECT_THROW(compare_snapshot("not json", good), std::runtime_error);
+}
