@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "cnet/doctor/checks.hpp"
+#include "doctor_job.hpp"
 
 namespace po = boost::program_options;
 using namespace cnet::doctor;
@@ -84,6 +85,7 @@ int health_check(const NodeFacts& facts, const DoctorConfig& config, const std::
 int main(int argc, char** argv) {
   std::string mode, arg, config_path, output, nodes, node;
   GatherOptions g;
+  JobModeOptions job;
   po::options_description opts("cnet-doctor [snapshot|compare TEMPLATE] [options]");
   opts.add_options()("help,h", "show this help")
       ("config", po::value(&config_path), "checks and thresholds (KEY = VALUE lines; see topology/README.md)")
@@ -93,6 +95,10 @@ int main(int argc, char** argv) {
       ("firewall-rules", po::value(&g.firewall_rules_file), "iptables-save output to check (default: run iptables-save)")
       ("node", po::value(&node), "this node's Slurm name (default $SLURMD_NODENAME, else the hostname)")
       ("health-check", "HealthCheckProgram mode: drain on failure, resume what it drained once healthy")
+      ("job", "under srun --mpi=pmix: every node checks itself, rank 0 prints one table comparing them")
+      ("save-baseline", po::value(&job.save_baseline), "--job: save each node's pair-test result")
+      ("compare-baseline", po::value(&job.compare_baseline), "--job: flag nodes whose bandwidth fell past --tolerance")
+      ("tolerance", po::value(&job.tolerance)->default_value(0.2), "--job: allowed bandwidth drop, 0.2 = 20%")
       ("output,o", po::value(&output), "snapshot: write to this file")
       ("json", "print results as JSON");
   po::options_description hidden;
@@ -124,6 +130,15 @@ int main(int argc, char** argv) {
   if (node.empty()) node = std::getenv("SLURMD_NODENAME") ? std::getenv("SLURMD_NODENAME") : "";
   g.hostname = node;
 
+  if (vm.count("job")) {
+    job.json = vm.count("json") > 0;
+    try {
+      return run_job_mode(config, g, job);
+    } catch (const std::exception& e) {
+      std::cerr << "cnet-doctor --job: " << e.what() << "\n";
+      return 2;
+    }
+  }
   NodeFacts facts;
   try {
     facts = gather_facts(g);
