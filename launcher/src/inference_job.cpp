@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -60,13 +61,19 @@ std::string clock_text(double s) {
   return b;
 }
 
+// --resume, or --resume=auto with a progress file from an earlier run.
+bool resuming(const InferenceOptions& o) {
+  using R = InferenceOptions::Resume;
+  return o.resume == R::yes || (o.resume == R::automatic && std::filesystem::exists(o.output + ".progress"));
+}
+
 // The writer's side: rows into the output file, synced batches into the progress log, a progress line.
 class OutputSink {
  public:
-  OutputSink(const InferenceOptions& o, std::size_t rows, std::size_t width, const std::string& identity, std::size_t total)
+  OutputSink(const InferenceOptions& o, std::size_t rows, std::size_t width, const std::string& identity, std::size_t total, bool resume)
       : name_(o.name), width_(width), total_(total),
-        log_(o.resume ? ProgressLog::resume(o.output + ".progress", identity) : ProgressLog::start(o.output + ".progress", identity)),
-        file_(o.output, {{"output", {rows, width}}}, {{"cnet.name", o.name}, {"format", "pt"}}, !o.resume) {
+        log_(resume ? ProgressLog::resume(o.output + ".progress", identity) : ProgressLog::start(o.output + ".progress", identity)),
+        file_(o.output, {{"output", {rows, width}}}, {{"cnet.name", o.name}, {"format", "pt"}}, !resume) {
     done_before_ = log_.done().size();
   }
   const std::set<std::uint32_t>& done() const { return log_.done(); }
@@ -186,7 +193,7 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
   if (writer) {
     try {
       std::string identity = file_identity(o.model) + " " + file_identity(o.input) + " micro-batch " + std::to_string(o.micro_batch);
-      sink = std::make_unique<OutputSink>(o, input.rows, model.output_width(), identity, all.size());
+      sink = std::make_unique<OutputSink>(o, input.rows, model.output_width(), identity, all.size(), resuming(o));
     } catch (const std::exception& e) {
       return fail(kBadInput, e.what());
     }

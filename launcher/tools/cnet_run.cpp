@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   InferenceOptions o;
   std::string scheme = "pipeline";
   unsigned local = 0, timeout_s = 120, gpus_per_stage = 0;
-  std::string peer_failure = "on";
+  std::string peer_failure = "on", resume;
   po::options_description opts("cnet-run options");
   opts.add_options()("help,h", "show this help")
       ("name", po::value(&o.name)->default_value(o.name), "job name in progress lines")
@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
       ("micro-batch", po::value(&o.micro_batch)->default_value(o.micro_batch), "rows per micro-batch")
       ("threads", po::value(&o.blas_threads)->default_value(o.blas_threads), "BLAS threads per rank")
       ("gpu-per-stage", po::value(&gpus_per_stage)->default_value(0), "GPUs each stage uses (0: CPU)")
-      ("resume", "go on from OUTPUT.progress: redo only the micro-batches not recorded there")
+      ("resume", po::value(&resume)->implicit_value("yes"),
+       "go on from OUTPUT.progress, redoing only what it does not record; --resume=auto: start afresh when there is none (sbatch --requeue)")
       ("verify", "afterwards run the whole model on one process and compare (bit-identical required)")
       ("verify-tolerance", po::value(&o.verify_tolerance)->default_value(0), "accept a largest relative error up to this")
       ("timeout", po::value(&timeout_s)->default_value(timeout_s), "seconds one transfer may take before the stage is called hung")
@@ -129,7 +130,10 @@ int main(int argc, char** argv) {
     if (o.verify_tolerance < 0 || o.verify_tolerance >= 1) throw po::error("--verify-tolerance must be in [0, 1)");
     if (gpus_per_stage > 0) throw po::error("--gpu-per-stage: this cnet-run computes on the CPU only (the cuBLAS/NCCL stage path is not built yet); use 0");
     if (vm.count("local") && (local == 0 || local > 256)) throw po::error("--local takes 1 to 256 ranks");
-    o.resume = vm.count("resume") > 0;
+    if (vm.count("resume")) {
+      if (resume != "yes" && resume != "auto") throw po::error("--resume takes no value, or =auto");
+      o.resume = resume == "auto" ? InferenceOptions::Resume::automatic : InferenceOptions::Resume::yes;
+    }
     o.verify = vm.count("verify") > 0;
     o.json = vm.count("json") > 0;
     o.detect_peer_failure = peer_failure == "on";

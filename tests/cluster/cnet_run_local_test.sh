@@ -34,6 +34,12 @@ cmp -s "$work/ref.safetensors" "$work/out.safetensors" || fail "resumed output d
 [[ $(grep -c '^done ' "$work/out.safetensors.progress") == 384 ]] || fail "progress log does not hold each micro-batch once"
 [[ $(sort "$work/out.safetensors.progress" | uniq -d | wc -l) == 0 ]] || fail "a micro-batch was recorded twice"
 echo "killed after $done_before micro-batches; resumed to the same bytes as an undisturbed run"
+# --resume=auto: a fresh start without a progress file, a resume with one (one script for sbatch --requeue).
+out=$(run --local 2 --output "$work/auto.safetensors" --micro-batch 8 --resume=auto 2>&1) || fail "resume=auto, first run: $out"
+! grep -q "resuming" <<<"$out" || fail "resume=auto resumed from nothing: $out"
+out=$(run --local 2 --output "$work/auto.safetensors" --micro-batch 8 --resume=auto 2>&1) || fail "resume=auto, rerun: $out"
+grep -q "resuming: 384 of 384 micro-batches already done, 0 to go" <<<"$out" || fail "resume=auto did not resume: $out"
+cmp -s "$work/ref.safetensors" "$work/auto.safetensors" || fail "resume=auto output differs"
 
 # A hung stage (stopped, not dead): the transport's timeout ends the job naming the silent rank.
 log=$work/hung.log
@@ -68,6 +74,7 @@ expect_bad "no tensor\|needs a tensor named 'input'\|takes rows" --local 1 --mod
 expect_bad "needs 3 ranks" --local 2 --num-stages 3 --model "$m" --input "$i" --output "$o"
 expect_bad "nothing to resume" --local 2 --resume --model "$m" --input "$i" --output "$work/never.safetensors"
 expect_bad "another model, input or micro-batch" --local 2 --resume --micro-batch 4 --model "$m" --input "$i" --output "$work/out.safetensors"
+expect_bad "resume takes no value, or =auto" --resume=maybe --model "$m" --input "$i" --output "$o"
 expect_bad "micro-batch must be" --micro-batch 0 --model "$m" --input "$i" --output "$o"
 expect_bad "pipeline, data or hybrid" --parallel-scheme tensor --model "$m" --input "$i" --output "$o"
 expect_bad "required" --model "$m"

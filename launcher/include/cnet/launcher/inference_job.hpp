@@ -21,7 +21,9 @@ struct InferenceOptions {
   unsigned num_stages = 0;  // 0: as the scheme implies
   std::size_t micro_batch = 8;
   int blas_threads = 1;
-  bool resume = false;
+  // --resume: go on from OUTPUT.progress (it must exist). --resume=auto: the same when it exists, a
+  // fresh start when it does not, so one sbatch --requeue script serves the first run and every rerun.
+  enum class Resume { no, yes, automatic } resume = Resume::no;
   bool verify = false;
   double verify_tolerance = 0;  // 0: bit-identical required; else the largest relative error allowed
   bool json = false;            // the writer prints a JSON summary at the end
