@@ -87,7 +87,7 @@ std::string joined_ranks(unsigned n) {
 
 void stop_all(const std::vector<pid_t>& pids) {
   for (pid_t p : pids)
-    if (p > 0) kill(p, SIGTERM);
+    if (p > 0) kill(p, SIGTERM), kill(p, SIGCONT);  // a stopped (hung) rank acts on SIGTERM only once continued
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   for (pid_t p : pids) {
     if (p <= 0) continue;
