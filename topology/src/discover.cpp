@@ -199,6 +199,7 @@ void enrich_from_sysfs(Nic& nic, const SysfsReader& sysfs) {
     auto found = sysfs.rdma_devices_of_pci(nic.pci.bus_id);
     if (!found.empty()) nic.rdma_device = found.front();
   }
+  if (!nic.rdma_device.empty() && nic.verbs_device.empty()) nic.verbs_device = sysfs.verbs_device_of(nic.rdma_device);
   if (nic.netdev.empty()) {
     auto found = sysfs.netdevs_of_pci(nic.pci.bus_id);
     if (!found.empty()) nic.netdev = found.front();

@@ -87,7 +87,7 @@ std::string to_json(const NodeTopology& topo) {
   j["nics"] = json::array();
   for (const auto& n : topo.nics)
     j["nics"].push_back({{"name", n.name}, {"kind", to_string(n.kind)}, {"netdev", n.netdev},
-                         {"rdma_device", n.rdma_device}, {"port", n.port}, {"state", n.state},
+                         {"rdma_device", n.rdma_device}, {"verbs_device", n.verbs_device}, {"port", n.port}, {"state", n.state},
                          {"rate_gbps", n.rate_gbps}, {"lanes", n.lanes}, {"mtu", n.mtu}, {"guid", n.guid},
                          {"pci", pci_json(n.pci)}, {"locality", locality_json(n.locality)}});
   j["nvswitches"] = topo.nvswitch_bus_ids;
@@ -145,6 +145,7 @@ NodeTopology from_json(const std::string& text) {
       nic.kind = kind == "ib" ? NicKind::ib : kind == "roce" ? NicKind::roce : NicKind::eth;
       nic.netdev = n.at("netdev");
       nic.rdma_device = n.at("rdma_device");
+      nic.verbs_device = n.value("verbs_device", "");  // absent in files written before it existed
       nic.port = n.at("port");
       nic.state = n.at("state");
       nic.rate_gbps = n.at("rate_gbps");

@@ -53,7 +53,9 @@ std::string to_gres_conf(const NodeTopology& topo) {
   }
   auto rdma = rdma_nics(topo);
   for (std::size_t i = 0; i < rdma.size(); ++i) {
-    out << node_prefix(topo) << "Name=rdma Type=" << rdma[i]->rdma_device << " File=/dev/infiniband/uverbs" << i;
+    // The device's own uverbs node; without sysfs (an hwloc export alone) the n-th is the best guess.
+    std::string verbs = rdma[i]->verbs_device.empty() ? "uverbs" + std::to_string(i) : rdma[i]->verbs_device;
+    out << node_prefix(topo) << "Name=rdma Type=" << rdma[i]->rdma_device << " File=/dev/infiniband/" << verbs;
     if (!rdma[i]->locality.cores.empty()) out << " Cores=" << compress_ranges(rdma[i]->locality.cores);
     out << '\n';
   }

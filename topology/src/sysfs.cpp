@@ -116,6 +116,11 @@ std::vector<std::string> SysfsReader::rdma_devices_of_pci(const std::string& bus
   return out;
 }
 
+std::string SysfsReader::verbs_device_of(const std::string& rdma_device) const {
+  auto found = list_dir(path("sys/class/infiniband/" + rdma_device + "/device/infiniband_verbs"));
+  return found.empty() ? "" : found.front();
+}
+
 std::optional<unsigned> SysfsReader::nvidia_minor(const std::string& bus_id) const {
   std::ifstream in(path("proc/driver/nvidia/gpus/" + bus_id + "/information"));
   std::string line;

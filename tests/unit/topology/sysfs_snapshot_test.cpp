@@ -3,6 +3,7 @@
 
 #include "cnet/topology/check.hpp"
 #include "cnet/topology/discover.hpp"
+#include "cnet/topology/emit.hpp"
 #include "cnet/topology/sysfs.hpp"
 
 using namespace cnet::topology;
@@ -38,6 +39,11 @@ TEST(SysfsSnapshot, QlogicInfinibandNode) {
   EXPECT_TRUE(check_links(t).empty());
   SysfsReader sysfs(kSnapshots / "40intel64-2g2n4c+pci");
   EXPECT_EQ(sysfs.rdma_devices_of_pci("0000:43:00.0"), std::vector<std::string>{"qib0"});
+  // gres.conf must name the HCA's own uverbs node, which sysfs knows and hwloc does not.
+  EXPECT_EQ(sysfs.verbs_device_of("qib0"), "uverbs0");
+  EXPECT_EQ(ib.verbs_device, "uverbs0");
+  EXPECT_NE(to_gres_conf(t).find("Name=rdma Type=qib0 File=/dev/infiniband/uverbs0"), std::string::npos) << to_gres_conf(t);
+  EXPECT_EQ(from_json(to_json(t)).nics.back().verbs_device, "uverbs0");
 }
 
 // A VM whose NIC hangs off virtio, not a PCI function link.

@@ -64,6 +64,7 @@ struct Nic {
   std::string name;         // RDMA device ("mlx5_0") if any, else the netdev ("eth0")
   std::string netdev;       // "ib0", "eth0"; empty if none
   std::string rdma_device;  // "mlx5_0"; empty for plain Ethernet
+  std::string verbs_device; // "uverbs1": its /dev/infiniband node (gres.conf File=); empty unknown
   NicKind kind = NicKind::eth;
   unsigned port = 1;
   std::string state;        // "ACTIVE", "DOWN", "INIT", ... for RDMA ports; "up"/"down" for netdevs; "" unknown

@@ -38,6 +38,8 @@ class SysfsReader {
   // The netdevs and RDMA devices that belong to a PCI function ("0000:05:00.0").
   std::vector<std::string> netdevs_of_pci(const std::string& bus_id) const;
   std::vector<std::string> rdma_devices_of_pci(const std::string& bus_id) const;
+  // The uverbs node of an RDMA device ("uverbs1"), from its PCI device's infiniband_verbs/; "" if none.
+  std::string verbs_device_of(const std::string& rdma_device) const;
   // /proc/driver/nvidia/gpus/<bus id>/information "Device Minor:"
   std::optional<unsigned> nvidia_minor(const std::string& bus_id) const;
 
