@@ -4,6 +4,7 @@
 //
 // plugstack.conf: required cnet.so templates=/etc/slurm/cnet-templates.conf [cache=/var/spool/cnet]
 //                 [hwloc_xml=FILE] [sysfs_root=DIR]   (the last two point discovery at a fixture, for tests)
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "cnet/spank/stale_step_state.hpp"
 #include "cnet/spank/task_environment.hpp"
 #include "cnet/spank/template_catalog.hpp"
 #include "cnet/spank/text_lists.hpp"
@@ -35,6 +37,7 @@ extern const char plugin_name[] = "cnet";
 extern const char plugin_type[] = "spank";
 extern const unsigned int plugin_version = SLURM_VERSION_NUMBER;
 extern const unsigned int spank_plugin_version = 1;
+#include <slurm/slurm.h>  // slurm_conf_t: the running daemon's own configuration, found with dlsym
 }
 
 namespace {
@@ -233,6 +236,7 @@ std::string write_nccl_topology(spank_t sp, const topo::NodeTopology& node) {
   if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
     throw std::runtime_error(dir + " exists and is not this user's own folder");
   std::string path = dir + "/nccl-topo.xml";
+  unlink(path.c_str());  // an earlier run of this step (requeued after its node died) left it in our own folder
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) throw std::runtime_error("cannot create " + path + ": " + std::strerror(errno));
   std::string xml = topo::to_nccl_xml(node);
@@ -274,6 +278,29 @@ void bind_cpus(const std::vector<unsigned>& cpus) {
   sched_setaffinity(0, sizeof wanted, &wanted);
 }
 
+// In slurmstepd, before mpi/pmix sets the step up: remove what an earlier run of this very step left
+// on the node (a requeued job whose node died under it), which would otherwise fail the launch.
+void clear_stale_pmix_state(spank_t sp) {
+  uint32_t job = 0, step = 0;
+  uid_t uid = 0;
+  if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS)
+    return;
+  const auto* conf = static_cast<const slurm_conf_t*>(dlsym(RTLD_DEFAULT, "slurm_conf"));
+  if (!conf || !conf->slurmd_spooldir) return;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::string node = host;
+  node = node.substr(0, node.find('.'));
+  try {
+    auto paths = pmix_step_paths(conf->slurmd_spooldir, conf->tmp_fs ? conf->tmp_fs : "", node, uid, job, step);
+    for (const auto& p : remove_stale_pmix_state(paths))
+      slurm_info("cnet: removed %s, left on this node by an earlier run of step %u.%u", p.c_str(), job, step);
+  } catch (const std::exception& e) {
+    slurm_error("cnet: %s; mpi/pmix may fail to start this step", e.what());
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -292,6 +319,7 @@ int slurm_spank_init(spank_t sp, int ac, char** av) {
       return kOk;
     }
     if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR) return kOk;
+    if (ctx == S_CTX_REMOTE) clear_stale_pmix_state(sp);
     for (auto& opt : g_spank_options)
       if (spank_option_register(sp, &opt) != ESPANK_SUCCESS) {
         slurm_error("cnet: cannot register --%s", opt.name);

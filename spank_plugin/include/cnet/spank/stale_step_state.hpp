@@ -1,0 +1,31 @@
+#pragma once
+// What an earlier run of the same job step left on this node. A requeued job keeps its id and numbers
+// its steps from 0 again; when its node died under the first run (power loss, slurmd killed), Slurm
+// 22.05's mpi/pmix finds its own leftovers from then and neither reuses nor removes them, so the
+// step fails to launch ("Cannot bind() UNIX socket ... Address already in use"). The SPANK plugin
+// clears them in slurmstepd before mpi/pmix sets up the step.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace cnet::scheduling {
+
+struct PmixStepPaths {
+  std::filesystem::path server_socket;  // <SlurmdSpoolDir>/stepd.slurm.pmix.JOB.STEP
+  std::filesystem::path server_dir;     // <SlurmdSpoolDir>/pmix.JOB.STEP
+  std::filesystem::path client_dir;     // <TmpFS>/spmix_appdir_UID_JOB.STEP
+};
+
+// The paths mpi/pmix uses for one step; %n and %h in spool_dir become node_name (as slurmd expands them).
+PmixStepPaths pmix_step_paths(std::string spool_dir, const std::string& tmp_fs, const std::string& node_name, uid_t uid,
+                              std::uint32_t job, std::uint32_t step);
+
+// Removes the step's leftovers unless a live server still answers on its socket (then nothing is
+// touched). Returns what it removed; throws std::runtime_error naming the path it could not remove.
+std::vector<std::filesystem::path> remove_stale_pmix_state(const PmixStepPaths& paths);
+
+}  // namespace cnet::scheduling
