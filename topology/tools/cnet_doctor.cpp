@@ -7,13 +7,15 @@
 // Options: --config F (thresholds, which checks run), --root DIR (procfs/sysfs/dev of a fake tree),
 // --slurm-conf F, --nodes a,b (to resolve), --firewall-rules F (iptables-save output), --node NAME.
 // Exit: check 0 pass or warn, 1 a check failed; compare 0 alike, 1 different; 2 bad arguments or config;
-// --health-check always 0 (its verdict goes to Slurm through scontrol).
+// --health-check always 0 (its verdict goes to Slurm through scontrol). --prometheus FILE.prom also
+// writes the verdicts for node_exporter's textfile collector.
 #include <boost/program_options.hpp>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -55,8 +57,20 @@ int scontrol(const std::vector<std::string>& args, const std::string& slurm_conf
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-int health_check(const NodeFacts& facts, const DoctorConfig& config, const std::string& node, const std::string& slurm_conf) {
+// node_exporter's textfile: a failure to write it is reported, never fatal (the checks still count).
+void write_metrics(const std::string& path, const std::string& node, const std::vector<CheckResult>& results) {
+  if (path.empty()) return;
+  try {
+    cnet::metrics::write_textfile(path, cnet::metrics::to_text(results_metrics(node, results, static_cast<double>(std::time(nullptr)))));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cnet-doctor: --prometheus: %s\n", e.what());
+  }
+}
+
+int health_check(const NodeFacts& facts, const DoctorConfig& config, const std::string& node, const std::string& slurm_conf,
+                 const std::string& prometheus) {
   auto results = run_checks(facts, config);
+  write_metrics(prometheus, node, results);
   std::string shown;
   if (scontrol({"show", "node", "-o", node}, slurm_conf, &shown) != 0) {
     std::fprintf(stderr, "cnet-doctor: cannot read node %s from slurmctld; leaving it as it is\n", node.c_str());
@@ -83,7 +97,7 @@ int health_check(const NodeFacts& facts, const DoctorConfig& config, const std::
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string mode, arg, config_path, output, nodes, node;
+  std::string mode, arg, config_path, output, nodes, node, prometheus;
   GatherOptions g;
   JobModeOptions job;
   po::options_description opts("cnet-doctor [snapshot|compare TEMPLATE] [options]");
@@ -100,7 +114,8 @@ int main(int argc, char** argv) {
       ("compare-baseline", po::value(&job.compare_baseline), "--job: flag nodes whose bandwidth fell past --tolerance")
       ("tolerance", po::value(&job.tolerance)->default_value(0.2), "--job: allowed bandwidth drop, 0.2 = 20%")
       ("output,o", po::value(&output), "snapshot: write to this file")
-      ("json", "print results as JSON");
+      ("json", "print results as JSON")
+      ("prometheus", po::value(&prometheus), "check, --health-check: also write the verdicts for node_exporter's textfile collector (FILE.prom)");
   po::options_description hidden;
   hidden.add_options()("mode", po::value(&mode))("arg", po::value(&arg));
   po::options_description all;
@@ -119,6 +134,7 @@ int main(int argc, char** argv) {
     if (!mode.empty() && mode != "snapshot" && mode != "compare") throw po::error("unknown command '" + mode + "' (snapshot or compare)");
     if (mode == "compare" && arg.empty()) throw po::error("compare needs the snapshot file: cnet-doctor compare TEMPLATE");
     if (!config_path.empty()) config = DoctorConfig::load(config_path);
+    if (!prometheus.empty()) cnet::metrics::check_textfile_path(prometheus);
   } catch (const std::exception& e) {
     std::cerr << "cnet-doctor: " << e.what() << "\n";
     return 2;
@@ -146,7 +162,7 @@ int main(int argc, char** argv) {
     std::cerr << "cnet-doctor: cannot read this node: " << e.what() << "\n";
     return vm.count("health-check") ? 0 : 2;  // its own trouble never drains a node
   }
-  if (vm.count("health-check")) return health_check(facts, config, facts.hostname, g.slurm_conf);
+  if (vm.count("health-check")) return health_check(facts, config, facts.hostname, g.slurm_conf, prometheus);
 
   if (mode == "snapshot") {
     std::string snap = snapshot_json(facts);
@@ -170,6 +186,7 @@ int main(int argc, char** argv) {
     }
   }
   auto results = run_checks(facts, config);
+  write_metrics(prometheus, facts.hostname, results);
   if (vm.count("json")) std::cout << results_json(facts.hostname, results);
   else std::cout << "cnet-doctor on " << facts.hostname << ": " << to_string(worst(results)) << "\n" << results_table(results);
   return worst(results) == Status::fail ? 1 : 0;

@@ -28,6 +28,38 @@ std::string to_json(const PerfReport& r) {
   return j.dump(2) + "\n";
 }
 
+std::vector<metrics::Family> report_metrics(const PerfReport& r, int regressed_sizes, double now) {
+  std::string hosts;
+  for (const auto& h : r.hosts) hosts += (hosts.empty() ? "" : ",") + h;
+  std::map<std::string, std::string> link{{"mode", r.mode}, {"hosts", hosts}};
+  auto sized = [&](std::size_t bytes) {
+    auto l = link;
+    l["bytes"] = std::to_string(bytes);
+    return l;
+  };
+  metrics::Family bw{"cnet_perf_bandwidth_bytes_per_second", "cnet-perf bandwidth per message size (p2p: one direction; allreduce: bus bandwidth)", "gauge", {}};
+  metrics::Family p99{"cnet_perf_latency_p99_seconds", "cnet-perf 99th percentile latency per message size", "gauge", {}};
+  metrics::Family p50{"cnet_perf_latency_p50_seconds", "cnet-perf median latency per message size", "gauge", {}};
+  for (const auto& row : r.rows) {
+    double gbytes = r.mode == "p2p" ? row.bandwidth_gbytes : row.bus_gbytes;
+    bw.samples.push_back({sized(row.bytes), gbytes * 1e9});
+    p99.samples.push_back({sized(row.bytes), row.latency_p99_us * 1e-6});
+    p50.samples.push_back({sized(row.bytes), row.latency_p50_us * 1e-6});
+  }
+  std::vector<metrics::Family> out{bw, p99, p50};
+  if (!r.rows.empty()) {
+    const PerfRow& big = r.rows.back();
+    out.push_back({"cnet_perf_link_bandwidth_bytes_per_second", "cnet-perf bandwidth at the largest message size", "gauge",
+                   {{link, (r.mode == "p2p" ? big.bandwidth_gbytes : big.bus_gbytes) * 1e9}}});
+    out.push_back({"cnet_perf_link_latency_p99_seconds", "cnet-perf 99th percentile latency at the smallest message size", "gauge",
+                   {{link, r.rows.front().latency_p99_us * 1e-6}}});
+  }
+  out.push_back({"cnet_perf_regressions", "message sizes that regressed against the saved baseline (-1: none compared)", "gauge",
+                 {{link, static_cast<double>(regressed_sizes)}}});
+  out.push_back({"cnet_perf_last_run_timestamp_seconds", "when cnet-perf last ran (unix time)", "gauge", {{link, now}}});
+  return out;
+}
+
 PerfReport report_from_json(const std::string& text) {
   try {
     auto j = nlohmann::json::parse(text);

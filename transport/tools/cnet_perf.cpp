@@ -7,6 +7,8 @@
 // Exit: 0 ok, 1 a size regressed against --compare-baseline, 2 bad arguments, 3 transport failure.
 #include <boost/program_options.hpp>
 
+#include <ctime>
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -139,6 +141,7 @@ int main(int argc, char** argv) {
   char standalone = 0;
   std::string peer_failure = "on";
   double tolerance = 0.1;
+  std::string prometheus;
   unsigned local = 0, wait_s = 300;
   std::uint16_t port = 18515;
   std::string server_ip, bind_address;
@@ -161,7 +164,8 @@ int main(int argc, char** argv) {
       ("json", "print the report as JSON at the end")
       ("save-baseline", po::value(&save), "write the report to this file")
       ("compare-baseline", po::value(&compare), "exit 1 naming every size that regressed against this file")
-      ("tolerance", po::value(&tolerance)->default_value(tolerance), "allowed regression, 0.1 = 10%");
+      ("tolerance", po::value(&tolerance)->default_value(tolerance), "allowed regression, 0.1 = 10%")
+      ("prometheus", po::value(&prometheus), "also write the numbers for node_exporter's textfile collector (FILE.prom)");
   po::options_description hidden;
   hidden.add_options()("mode", po::value(&mode));
   po::options_description all;
@@ -190,6 +194,12 @@ int main(int argc, char** argv) {
     if (tolerance <= 0 || tolerance >= 1) throw po::error("--tolerance must be between 0 and 1");
   } catch (const po::error& e) {
     std::cerr << "cnet-perf: " << e.what() << "\n" << opts;
+    return 2;
+  }
+  try {
+    if (!prometheus.empty()) cnet::metrics::check_textfile_path(prometheus);
+  } catch (const std::exception& e) {
+    std::cerr << "cnet-perf: --prometheus " << e.what() << "\n";
     return 2;
   }
 
@@ -242,13 +252,17 @@ int main(int argc, char** argv) {
       std::ofstream(save) << to_json(report);
       std::fprintf(stderr, "cnet-perf: baseline saved to %s\n", save.c_str());
     }
+    int regressed_sizes = -1;
     if (!compare.empty()) {
       auto regressed = regressions(report_from_json(read_file(compare)), report, tolerance);
       for (const auto& line : regressed) std::fprintf(stderr, "cnet-perf: regressed: %s\n", line.c_str());
-      if (!regressed.empty()) return 1;
-      std::fprintf(stderr, "cnet-perf: no size regressed more than %.0f%% against %s\n", tolerance * 100, compare.c_str());
+      regressed_sizes = static_cast<int>(regressed.size());
+      if (regressed.empty())
+        std::fprintf(stderr, "cnet-perf: no size regressed more than %.0f%% against %s\n", tolerance * 100, compare.c_str());
     }
-    return 0;
+    if (!prometheus.empty() && ch.rank() == 0)
+      cnet::metrics::write_textfile(prometheus, cnet::metrics::to_text(report_metrics(report, regressed_sizes, static_cast<double>(std::time(nullptr)))));
+    return regressed_sizes > 0 ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cnet-perf: %s\n", e.what());
     return 3;

@@ -165,3 +165,15 @@ TEST(Doctor, SnapshotAndCompare) {
   EXPECT_THROW(compare_snapshot("{}", good), std::runtime_error);
   EXPECT_THROW(compare_snapshot("not json", good), std::runtime_error);
 }
+
+TEST(Doctor, PrometheusVerdicts) {
+  std::vector<CheckResult> r = {{"clock", Status::pass, "", ""}, {"swap", Status::warn, "", ""},
+                                {"nic mlx5_0", Status::fail, "", ""}, {"firewall", Status::skip, "", ""}};
+  std::string text = cnet::metrics::to_text(results_metrics("cn1", r, 1700000000));
+  EXPECT_NE(text.find("cnet_doctor_check_status{check=\"clock\",node=\"cn1\"} 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cnet_doctor_check_status{check=\"swap\",node=\"cn1\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("cnet_doctor_check_status{check=\"nic mlx5_0\",node=\"cn1\"} 2\n"), std::string::npos);
+  EXPECT_EQ(text.find("check=\"firewall\""), std::string::npos) << "skipped checks are left out";
+  EXPECT_NE(text.find("cnet_doctor_failed_checks{node=\"cn1\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("cnet_doctor_last_run_timestamp_seconds{node=\"cn1\"} 1700000000\n"), std::string::npos);
+}

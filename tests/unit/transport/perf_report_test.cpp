@@ -44,3 +44,18 @@ TEST(PerfReport, DamagedBaselineIsRefused) {
   EXPECT_EQ(format_size(4 << 20), "4 MiB");
   EXPECT_EQ(format_size(1000), "1000 B");
 }
+
+TEST(PerfReport, PrometheusMetricsPerSizeAndPerLink) {
+  PerfReport r{"p2p", 2, "tcp", {"cn1", "cn2"}, {{8, 0.001, 0.001, 5, 4, 9}, {4096, 2.5, 2.5, 10, 9, 20}}};
+  std::string text = cnet::metrics::to_text(report_metrics(r, 0, 1700000000));
+  EXPECT_NE(text.find("cnet_perf_bandwidth_bytes_per_second{bytes=\"4096\",hosts=\"cn1,cn2\",mode=\"p2p\"} 2500000000\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cnet_perf_latency_p99_seconds{bytes=\"8\",hosts=\"cn1,cn2\",mode=\"p2p\"} 9.0000000000000002e-06\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cnet_perf_link_bandwidth_bytes_per_second{hosts=\"cn1,cn2\",mode=\"p2p\"} 2500000000\n"), std::string::npos) << "largest size";
+  EXPECT_NE(text.find("cnet_perf_link_latency_p99_seconds{hosts=\"cn1,cn2\",mode=\"p2p\"} 9.0000000000000002e-06\n"), std::string::npos) << "smallest size";
+  EXPECT_NE(text.find("cnet_perf_regressions{hosts=\"cn1,cn2\",mode=\"p2p\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find("cnet_perf_last_run_timestamp_seconds{hosts=\"cn1,cn2\",mode=\"p2p\"} 1700000000\n"), std::string::npos);
+  // allreduce reports bus bandwidth, as nccl-tests does
+  PerfReport a{"allreduce", 4, "tcp", {"cn1", "cn1", "cn2", "cn2"}, {{1024, 1.0, 1.5, 3, 3, 4}}};
+  EXPECT_NE(cnet::metrics::to_text(report_metrics(a, -1, 0)).find("cnet_perf_link_bandwidth_bytes_per_second{hosts=\"cn1,cn1,cn2,cn2\",mode=\"allreduce\"} 1500000000\n"),
+            std::string::npos);
+}

@@ -220,6 +220,20 @@ std::string results_json(const std::string& hostname, const std::vector<CheckRes
   return j.dump(2) + "\n";
 }
 
+std::vector<metrics::Family> results_metrics(const std::string& hostname, const std::vector<CheckResult>& results, double now) {
+  metrics::Family status{"cnet_doctor_check_status", "cnet-doctor verdict per check: 0 pass, 1 warn, 2 fail", "gauge", {}};
+  double failed = 0;
+  for (const auto& r : results) {
+    if (r.status == Status::skip) continue;
+    double v = r.status == Status::pass ? 0 : r.status == Status::warn ? 1 : 2;
+    failed += r.status == Status::fail;
+    status.samples.push_back({{{"node", hostname}, {"check", r.check}}, v});
+  }
+  return {status,
+          {"cnet_doctor_failed_checks", "checks that failed on the last cnet-doctor run", "gauge", {{{{"node", hostname}}, failed}}},
+          {"cnet_doctor_last_run_timestamp_seconds", "when cnet-doctor last ran (unix time)", "gauge", {{{{"node", hostname}}, now}}}};
+}
+
 std::string results_table(const std::vector<CheckResult>& results) {
   std::ostringstream out;
   for (const auto& r : results) {

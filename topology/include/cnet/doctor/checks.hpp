@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cnet/doctor/node_facts.hpp"
+#include "cnet/metrics/prometheus.hpp"
 
 namespace cnet::doctor {
 
@@ -39,6 +40,9 @@ Status worst(const std::vector<CheckResult>& results);
 
 std::string results_json(const std::string& hostname, const std::vector<CheckResult>& results);
 std::string results_table(const std::vector<CheckResult>& results);
+// cnet_doctor_check_status{node,check} (0 pass, 1 warn, 2 fail; skipped checks left out),
+// cnet_doctor_failed_checks{node} and cnet_doctor_last_run_timestamp_seconds{node} (unix time `now`).
+std::vector<metrics::Family> results_metrics(const std::string& hostname, const std::vector<CheckResult>& results, double now);
 
 // HealthCheckProgram: what to do about this node given the results and its current Slurm state.
 struct HealthAction {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "cnet/metrics/prometheus.hpp"
+
 namespace cnet::transport {
 
 struct PerfRow {
@@ -33,6 +35,12 @@ PerfReport report_from_json(const std::string& text);  // throws std::runtime_er
 // Sizes whose bandwidth fell, or whose median latency rose, by more than `tolerance` (0.1 = 10%)
 // against the baseline; one line each, empty when nothing regressed.
 std::vector<std::string> regressions(const PerfReport& baseline, const PerfReport& now, double tolerance);
+
+// Per message size: cnet_perf_bandwidth_bytes_per_second, cnet_perf_latency_p99_seconds and
+// cnet_perf_latency_p50_seconds {mode, hosts, bytes}; per link: cnet_perf_link_bandwidth_bytes_per_second
+// (largest size), cnet_perf_link_latency_p99_seconds (smallest size), cnet_perf_regressions (sizes that
+// regressed against the baseline, -1 when none was compared) and cnet_perf_last_run_timestamp_seconds.
+std::vector<metrics::Family> report_metrics(const PerfReport& report, int regressed_sizes, double now);
 
 std::string format_size(std::size_t bytes);  // "4 MiB", "512 B"
 
