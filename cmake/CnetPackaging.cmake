@@ -1,0 +1,56 @@
+# Debian packages, built with `cpack -G DEB` (or `cmake --build build --target package`) in the build folder:
+#   cnet-tools          the command-line tools, their man pages, the health-check wrapper, /etc/cnet/doctor.conf
+#   cnet-slurm-plugins  cnet.so, job_submit_cnet.so, gres_rdma.so for the Slurm they were compiled against,
+#                       /etc/slurm/cnet-templates.conf and the slurm.conf/plugstack.conf/gres.conf/mpi.conf snippets
+# Plugins are loaded into slurmd, slurmctld and srun, whose plugin ABI changes with every Slurm release, so
+# the plugin package depends on exactly the slurm-wlm version it was built against (its plugin folder,
+# slurm-wlm-basic-plugins, is what every Slurm daemon and client of that release installs).
+set(_examples "${CMAKE_INSTALL_DATADIR}/doc/cnet-slurm-plugins/examples")
+install(FILES contrib/slurm/plugstack.conf contrib/slurm/slurm.conf.cnet contrib/slurm/gres.conf.cnet
+              contrib/slurm/mpi.conf contrib/slurm/cnet-templates.conf
+        DESTINATION "${_examples}" COMPONENT plugins)
+install(FILES contrib/slurm/cnet-templates.conf DESTINATION /etc/slurm COMPONENT plugins)
+install(FILES contrib/slurm/doctor.conf DESTINATION /etc/cnet COMPONENT tools)
+install(PROGRAMS contrib/slurm/health-check DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/cnet COMPONENT tools)
+install(FILES contrib/prometheus/cnet-alerts.yml contrib/examples/template-job.sbatch
+        DESTINATION "${CMAKE_INSTALL_DATADIR}/doc/cnet-tools/examples" COMPONENT tools)
+
+execute_process(COMMAND dpkg-query -W -f=\${Version} slurm-wlm-basic-plugins
+                OUTPUT_VARIABLE CNET_SLURM_DEB_VERSION RESULT_VARIABLE _rc ERROR_QUIET)
+if(NOT _rc EQUAL 0 OR CNET_SLURM_DEB_VERSION STREQUAL "")
+  message(STATUS "cnet: slurm-wlm-basic-plugins is not a Debian package here: no .deb packages")
+  return()
+endif()
+
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME cnet)
+set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
+set(CPACK_PACKAGE_CONTACT "cnet maintainers <cnet-maintainers@lists.invalid>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Slurm plugins and tools for GPU/RDMA clusters")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_PACKAGE_DIRECTORY "${CMAKE_BINARY_DIR}/packages")
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_ALL tools plugins)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION admin)
+set(CPACK_STRIP_FILES ON)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # libucx0, libpmix2, libhwloc15... from the binaries themselves
+set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME cnet-tools)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "slurm-client")
+set(CPACK_DEBIAN_TOOLS_DESCRIPTION "cnet command-line tools for Slurm GPU clusters
+ cnet-run (pipeline/data-parallel inference), cnet-launch (PyTorch bootstrap), cnet-topo (topology,
+ gres.conf, NCCL files), cnet-doctor (node checks, HealthCheckProgram), cnet-perf (link benchmark),
+ cnet-pool (resource table).")
+set(CPACK_DEBIAN_PLUGINS_PACKAGE_NAME cnet-slurm-plugins)
+set(CPACK_DEBIAN_PLUGINS_PACKAGE_DEPENDS "slurm-wlm-basic-plugins (= ${CNET_SLURM_DEB_VERSION})")
+set(CPACK_DEBIAN_PLUGINS_PACKAGE_RECOMMENDS "cnet-tools (= ${PROJECT_VERSION})")
+set(CPACK_DEBIAN_PLUGINS_DESCRIPTION "cnet Slurm plugins built for slurm-wlm ${CNET_SLURM_DEB_VERSION}
+ SPANK plugin cnet.so (resource templates, GPU/NIC binding, NCCL topology per step), job_submit/cnet
+ (templates applied in slurmctld) and gres/rdma (RDMA NICs as GRES). Nothing is enabled on install:
+ see /usr/share/doc/cnet-slurm-plugins/examples.")
+# Files under /etc are the admin's once installed: dpkg keeps their edits on upgrade.
+file(WRITE "${CMAKE_BINARY_DIR}/deb/tools/conffiles" "/etc/cnet/doctor.conf\n")
+file(WRITE "${CMAKE_BINARY_DIR}/deb/plugins/conffiles" "/etc/slurm/cnet-templates.conf\n")
+set(CPACK_DEBIAN_TOOLS_PACKAGE_CONTROL_EXTRA "${CMAKE_BINARY_DIR}/deb/tools/conffiles")
+set(CPACK_DEBIAN_PLUGINS_PACKAGE_CONTROL_EXTRA "${CMAKE_BINARY_DIR}/deb/plugins/conffiles")
+include(CPack)

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The install path a site takes: build the .deb packages, check their dependencies (the plugins pinned
+# to exactly this Slurm), let apt resolve them, unpack them into a scratch root, and run a cluster whose
+# plugins and tools all come from that root, not the build tree: a templated pipeline job verified bit
+# for bit, the template applied by the installed job_submit/cnet, the installed man pages readable.
+source "$(dirname "$0")/lib.sh"
+work=$(mktemp -d /var/tmp/cnet-package-XXXXXX)  # not /tmp: each node has its own
+export CNET_MINICLUSTER_DIR=$work/state
+trap '"$CNET_MINICLUSTER" down >/dev/null 2>&1; rm -rf "$work"' EXIT
+
+(cd "$CNET_BUILD_DIR" && cpack -G DEB -B "$work/packages" >"$work/cpack.log" 2>&1) || fail "cpack: $(tail -20 "$work/cpack.log")"
+tools=$(ls "$work"/packages/cnet-tools_*.deb) && plugins=$(ls "$work"/packages/cnet-slurm-plugins_*.deb) || fail "packages missing: $(ls "$work/packages")"
+slurm_version=$(dpkg-query -W -f='${Version}' slurm-wlm-basic-plugins)
+depends=$(dpkg-deb -f "$plugins" Depends)
+[[ $depends == *"slurm-wlm-basic-plugins (= $slurm_version)"* ]] || fail "plugins not pinned to Slurm $slurm_version: $depends"
+[[ $(dpkg-deb -f "$tools" Depends) == *libucx0* ]] || fail "cnet-tools lacks its shared-library dependencies"
+# (whole outputs into grep: grep -q would stop reading early and pipefail would report the writer's SIGPIPE)
+grep -q '/etc/slurm/cnet-templates.conf$' <<<"$(dpkg-deb -c "$plugins")" || fail "no templates file in the plugin package"
+grep -qx /etc/slurm/cnet-templates.conf <<<"$(dpkg-deb --ctrl-tarfile "$plugins" | tar -xO ./conffiles)" ||
+  fail "the templates file is not a conffile (an upgrade would overwrite the admin's edits)"
+apt-get install --simulate -q "$tools" "$plugins" >"$work/apt.log" 2>&1 || fail "apt cannot install the packages here: $(tail "$work/apt.log")"
+
+root=$work/root
+dpkg -x "$tools" "$root" && dpkg -x "$plugins" "$root"
+plugin_dir=$root$(dpkg-query -L slurm-wlm-basic-plugins | awk '/\/auth_munge\.so$/ { sub(/\/auth_munge\.so$/, ""); print; exit }')
+for so in cnet.so job_submit_cnet.so gres_rdma.so; do [[ -f $plugin_dir/$so ]] || fail "$so not installed in $plugin_dir"; done
+for tool in cnet-run cnet-launch cnet-topo cnet-doctor cnet-perf cnet-pool; do
+  [[ -x $root/usr/bin/$tool ]] || fail "$tool not installed"
+  grep -q '^\.SH NAME' <<<"$(zcat "$root/usr/share/man/man1/$tool.1.gz")" || fail "no man page for $tool"
+done
+grep -q 'TemplateName=' <<<"$(zcat "$root/usr/share/man/man5/cnet-templates.conf.5.gz")" || fail "no cnet-templates.conf(5)"
+
+CNET_PLUGIN_DIR=$plugin_dir CNET_BUILD_DIR=$work/no-build-tree "$CNET_MINICLUSTER" up 2 --rdma 2 >"$work/up.log" 2>&1 ||
+  fail "cluster on the installed plugins: $(tail "$work/up.log")"
+eval "$("$CNET_MINICLUSTER" env)"
+grep -q "^PluginDir=.*:$plugin_dir$" "$SLURM_CONF" || fail "PluginDir does not use the installed plugins: $(grep PluginDir "$SLURM_CONF")"
+grep -qE "$CNET_BUILD_DIR/(plugins|bin)" "$SLURM_CONF" "$CNET_MINICLUSTER_DIR/etc/plugstack.conf" && fail "the cluster still uses the build tree"
+
+[[ $(sinfo -h -N -n cn1 -o '%G') == *rdma:mlx5_0:1* ]] || fail "the installed gres/rdma did not load: $(sinfo -h -N -o '%N %G')"
+
+cd "$work"
+bin=$root/usr/bin
+"$bin/cnet-run" make-model --output model.safetensors --layers 6 --hidden 128 2>/dev/null
+"$bin/cnet-run" make-input --output input.safetensors --rows 256 --model model.safetensors 2>/dev/null
+out=$(timeout 120 srun -N2 --ntasks-per-node=1 --gres=gpu:1 --cnet-template=infer-small --cnet-bind=none \
+        "$bin/cnet-run" --model model.safetensors --input input.safetensors --output out.safetensors --verify 2>&1) ||
+  fail "pipeline job on the installed copy: $out"
+echo "$out"
+grep -q "verify: bit-identical to one process" <<<"$out" || fail "not verified: $out"
+job=$(sbatch --parsable --cnet-template=infer-small --wrap true) || fail "sbatch under a template"
+scontrol show job "$job" | grep -q "TimeLimit=01:00:00" || fail "the installed job_submit/cnet did not apply infer-small: $(scontrol show job "$job")"
+echo ok
