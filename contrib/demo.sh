@@ -1,17 +1,37 @@
 #!/usr/bin/env bash
 # The README's main job: build, start a 2-node minicluster, run a 2-stage pipeline inference job across
 # it through srun under a cnet resource template, verify it bit for bit against one process, show the
-# result and throughput, and stop the cluster again (pass --keep to leave it running).
+# result and throughput, and stop the cluster again.
+#   --keep       leave the cluster running
+#   --installed  build nothing: use the installed cnet-tools and cnet-slurm-plugins packages (/usr/bin and
+#                Slurm's plugin folder), as a site checks its install
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${CNET_BUILD_DIR:-$repo/build}
-keep=0
-[[ ${1:-} == --keep ]] && keep=1
+keep=0 installed=0
+for arg in "$@"; do
+  case $arg in
+    --keep) keep=1 ;;
+    --installed) installed=1 ;;
+    *) echo "demo.sh: unknown option '$arg' (--keep, --installed)" >&2; exit 2 ;;
+  esac
+done
 
-"$repo/contrib/build.sh"
+if ((installed)); then
+  for p in cnet-tools cnet-slurm-plugins slurmctld slurmd munge; do
+    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
+      { echo "demo.sh --installed: package $p is not installed (apt-get install ./cnet-*.deb slurmctld slurmd munge)" >&2; exit 1; }
+  done
+  bin=/usr/bin
+  CNET_PLUGIN_DIR=$(dpkg -L cnet-slurm-plugins | awk '/\/cnet\.so$/ { d = $0 } END { sub(/\/cnet\.so$/, "", d); print d }')
+  export CNET_PLUGIN_DIR
+  echo "demo: installed cnet $(dpkg-query -W -f='${Version}' cnet-tools): tools in $bin, plugins in $CNET_PLUGIN_DIR"
+else
+  "$repo/contrib/build.sh"
+  bin=$build/bin
+fi
 export CNET_MINICLUSTER_DIR=${CNET_MINICLUSTER_DIR:-/var/tmp/cnet-demo-$(id -u)}
 mc=$repo/contrib/minicluster
-bin=$build/bin
 "$mc" down >/dev/null
 "$mc" up 2
 ((keep)) || trap '"$mc" down' EXIT

@@ -3,10 +3,20 @@
 # to exactly this Slurm), let apt resolve them, unpack them into a scratch root, and run a cluster whose
 # plugins and tools all come from that root, not the build tree: a templated pipeline job verified bit
 # for bit, the template applied by the installed job_submit/cnet, the installed man pages readable.
+# Then, as root on a machine without cnet installed, a real `apt-get install` of both packages, the
+# README's main job against that installed copy (contrib/demo.sh --installed), and a purge.
 source "$(dirname "$0")/lib.sh"
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d /var/tmp/cnet-package-XXXXXX)  # not /tmp: each node has its own
 export CNET_MINICLUSTER_DIR=$work/state
-trap '"$CNET_MINICLUSTER" down >/dev/null 2>&1; rm -rf "$work"' EXIT
+real_install=0
+cleanup() {
+  "$CNET_MINICLUSTER" down >/dev/null 2>&1
+  CNET_MINICLUSTER_DIR=$work/demo "$CNET_MINICLUSTER" down >/dev/null 2>&1
+  ((real_install)) && apt-get purge -y -q cnet-tools cnet-slurm-plugins >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
 
 (cd "$CNET_BUILD_DIR" && cpack -G DEB -B "$work/packages" >"$work/cpack.log" 2>&1) || fail "cpack: $(tail -20 "$work/cpack.log")"
 tools=$(ls "$work"/packages/cnet-tools_*.deb) && plugins=$(ls "$work"/packages/cnet-slurm-plugins_*.deb) || fail "packages missing: $(ls "$work/packages")"
@@ -49,4 +59,23 @@ echo "$out"
 grep -q "verify: bit-identical to one process" <<<"$out" || fail "not verified: $out"
 job=$(sbatch --parsable --cnet-template=infer-small --wrap true) || fail "sbatch under a template"
 scontrol show job "$job" | grep -q "TimeLimit=01:00:00" || fail "the installed job_submit/cnet did not apply infer-small: $(scontrol show job "$job")"
+"$CNET_MINICLUSTER" down >/dev/null
+
+if [[ $(id -u) != 0 ]] || dpkg-query -W cnet-tools >/dev/null 2>&1 || dpkg-query -W cnet-slurm-plugins >/dev/null 2>&1; then
+  echo "skipping the real install: not root, or cnet is already installed here (it is not ours to remove)"
+  echo ok
+  exit 0
+fi
+real_install=1
+apt-get install -y -q "$tools" "$plugins" >"$work/apt.log" 2>&1 || fail "apt-get install: $(tail "$work/apt.log")"
+[[ $(command -v cnet-run) == /usr/bin/cnet-run ]] || fail "cnet-run is not on PATH after the install"
+man -w cnet-templates.conf >/dev/null 2>&1 || [[ -f /usr/share/man/man5/cnet-templates.conf.5.gz ]] || fail "man page not installed"
+out=$(CNET_MINICLUSTER_DIR=$work/demo bash "$repo/contrib/demo.sh" --installed 2>&1) || fail "demo.sh --installed: $out"
+echo "$out" | tail -n 12
+grep -q "plugins in /usr/lib" <<<"$out" || fail "the demo did not use the installed plugins: $out"
+grep -q "verify: bit-identical to one process" <<<"$out" || fail "the demo job on the installed copy was not verified: $out"
+apt-get purge -y -q cnet-tools cnet-slurm-plugins >"$work/apt.log" 2>&1 || fail "apt-get purge: $(tail "$work/apt.log")"
+real_install=0
+[[ ! -e /usr/bin/cnet-run && ! -e ${plugin_dir#"$root"}/cnet.so ]] || fail "purge left files behind"
+[[ ! -e /etc/slurm/cnet-templates.conf ]] || fail "purge left /etc/slurm/cnet-templates.conf"
 echo ok
