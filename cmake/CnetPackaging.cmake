@@ -12,8 +12,10 @@ install(FILES contrib/slurm/plugstack.conf contrib/slurm/slurm.conf.cnet contrib
 install(FILES contrib/slurm/cnet-templates.conf DESTINATION /etc/slurm COMPONENT plugins)
 install(FILES contrib/slurm/doctor.conf DESTINATION /etc/cnet COMPONENT tools)
 install(PROGRAMS contrib/slurm/health-check DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/cnet COMPONENT tools)
-install(FILES contrib/prometheus/cnet-alerts.yml contrib/examples/template-job.sbatch
+install(FILES contrib/prometheus/cnet-alerts.yml contrib/examples/template-job.sbatch contrib/examples/pipeline-inference.sbatch
+              contrib/examples/pytorch-ddp.sbatch contrib/examples/link-check.sbatch contrib/examples/ddp_train.py
         DESTINATION "${CMAKE_INSTALL_DATADIR}/doc/cnet-tools/examples" COMPONENT tools)
+install(FILES doc/user-guide.md DESTINATION "${CMAKE_INSTALL_DATADIR}/doc/cnet-tools" COMPONENT tools)
 
 execute_process(COMMAND dpkg-query -W -f=\${Version} slurm-wlm-basic-plugins
                 OUTPUT_VARIABLE CNET_SLURM_DEB_VERSION RESULT_VARIABLE _rc ERROR_QUIET)
