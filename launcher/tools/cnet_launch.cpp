@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 
+#include "cnet/version.hpp"
 #include "cnet/launcher/launch_plan.hpp"
 #include "cnet/spank/text_lists.hpp"
 #include "cnet/topology/discover.hpp"
@@ -71,6 +72,7 @@ std::optional<topology::NodeTopology> node_topology(std::string& problem) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (cnet::print_version_if_asked(argc, argv, "cnet-launch")) return 0;
   // The command starts at "--" or at the first argument that is not one of ours.
   static const std::set<std::string> with_value = {"--bind", "--gpu-bind", "--master-addr", "--master-iface", "--master-port", "--timeout"};
   int split = argc;
@@ -85,7 +87,7 @@ int main(int argc, char** argv) {
   std::string bind = "closest", gpu_bind = "visible", master_addr, master_iface;
   unsigned master_port = 0, timeout_s = 120;
   po::options_description opts("cnet-launch [options] [--] command [args...]   (under srun --mpi=pmix)");
-  opts.add_options()("help,h", "show this help")
+  opts.add_options()("help,h", "show this help")("version", "print the version")
       ("bind", po::value(&bind)->default_value(bind), "none, closest (the GPU's NIC) or strict (also its cores)")
       ("gpu-bind", po::value(&gpu_bind)->default_value(gpu_bind), "visible: CUDA_VISIBLE_DEVICES as Slurm set it (LOCAL_RANK picks); single: only the task's GPU")
       ("master-addr", po::value(&master_addr), "MASTER_ADDR (default: rank 0's address on --master-iface or its first non-loopback interface)")

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "cnet/version.hpp"
 #include "cnet/launcher/inference_job.hpp"
 #include "cnet/launcher/model.hpp"
 #include "cnet/transport/bootstrap.hpp"
@@ -85,6 +86,7 @@ int make_files(const std::string& command, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (cnet::print_version_if_asked(argc, argv, "cnet-run")) return 0;
   if (argc > 1 && (std::string(argv[1]) == "make-model" || std::string(argv[1]) == "make-input"))
     return make_files(argv[1], argc - 1, argv + 1);
 
@@ -93,7 +95,7 @@ int main(int argc, char** argv) {
   unsigned local = 0, timeout_s = 120, gpus_per_stage = 0;
   std::string peer_failure = "on", resume;
   po::options_description opts("cnet-run options");
-  opts.add_options()("help,h", "show this help")
+  opts.add_options()("help,h", "show this help")("version", "print the version")
       ("name", po::value(&o.name)->default_value(o.name), "job name in progress lines")
       ("model", po::value(&o.model)->required(), "model weights with its layer list (safetensors)")
       ("input", po::value(&o.input)->required(), "input rows: a tensor 'input' [rows, width] (safetensors)")

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <thread>
 
+#include "cnet/version.hpp"
 #include "cnet/spank/pool_table.hpp"
 
 extern "C" {
@@ -69,9 +70,10 @@ std::vector<PoolRow> load_rows() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (cnet::print_version_if_asked(argc, argv, "cnet-pool")) return 0;
   unsigned watch = 0;
   po::options_description opts("cnet-pool [--json] [--watch SECONDS]");
-  opts.add_options()("help,h", "show this help")("json", "print the table as JSON")
+  opts.add_options()("help,h", "show this help")("version", "print the version")("json", "print the table as JSON")
       ("watch", po::value(&watch), "print again every SECONDS until interrupted");
   po::variables_map vm;
   try {

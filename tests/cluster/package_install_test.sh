@@ -36,6 +36,7 @@ plugin_dir=$root$(dpkg-query -L slurm-wlm-basic-plugins | awk '/\/auth_munge\.so
 for so in cnet.so job_submit_cnet.so gres_rdma.so; do [[ -f $plugin_dir/$so ]] || fail "$so not installed in $plugin_dir"; done
 for tool in cnet-run cnet-launch cnet-topo cnet-doctor cnet-perf cnet-pool; do
   [[ -x $root/usr/bin/$tool ]] || fail "$tool not installed"
+  expect_eq "$("$root/usr/bin/$tool" --version)" "$tool (cnet) $(dpkg-deb -f "$tools" Version)" "$tool --version"
   grep -q '^\.SH NAME' <<<"$(zcat "$root/usr/share/man/man1/$tool.1.gz")" || fail "no man page for $tool"
 done
 grep -q 'TemplateName=' <<<"$(zcat "$root/usr/share/man/man5/cnet-templates.conf.5.gz")" || fail "no cnet-templates.conf(5)"

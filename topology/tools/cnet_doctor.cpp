@@ -20,6 +20,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cnet/version.hpp"
 #include "cnet/doctor/checks.hpp"
 #include "doctor_job.hpp"
 
@@ -97,11 +98,12 @@ int health_check(const NodeFacts& facts, const DoctorConfig& config, const std::
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (cnet::print_version_if_asked(argc, argv, "cnet-doctor")) return 0;
   std::string mode, arg, config_path, output, nodes, node, prometheus;
   GatherOptions g;
   JobModeOptions job;
   po::options_description opts("cnet-doctor [snapshot|compare TEMPLATE] [options]");
-  opts.add_options()("help,h", "show this help")
+  opts.add_options()("help,h", "show this help")("version", "print the version")
       ("config", po::value(&config_path), "checks and thresholds (KEY = VALUE lines; see topology/README.md)")
       ("root", po::value(&g.root)->default_value("/"), "read /proc, /sys and device files under this folder")
       ("slurm-conf", po::value(&g.slurm_conf), "slurm.conf (default $SLURM_CONF or /etc/slurm/slurm.conf); gres.conf beside it")

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 
+#include "cnet/version.hpp"
 #include "cnet/topology/check.hpp"
 #include "cnet/topology/discover.hpp"
 #include "cnet/topology/emit.hpp"
@@ -39,8 +40,9 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (cnet::print_version_if_asked(argc, argv, "cnet-topo")) return 0;
   po::options_description opts("options");
-  opts.add_options()("help,h", "show this help")
+  opts.add_options()("help,h", "show this help")("version", "print the version")
       ("format,f", po::value<std::string>()->default_value("matrix"), "json, gres, features, nccl or matrix")
       ("hwloc-xml", po::value<std::string>(), "read this hwloc XML export instead of the live machine")
       ("sysfs-root", po::value<std::string>(), "root of the /sys and /proc trees to read (default /)")

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <vector>
 
+#include "cnet/version.hpp"
 #include "cnet/transport/bootstrap.hpp"
 #include "cnet/transport/collectives.hpp"
 #include "cnet/transport/local_launcher.hpp"
@@ -136,6 +137,7 @@ std::string read_file(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (cnet::print_version_if_asked(argc, argv, "cnet-perf")) return 0;
   Settings s;
   std::string mode, save, compare, reduce = "fast";
   char standalone = 0;
@@ -146,7 +148,7 @@ int main(int argc, char** argv) {
   std::uint16_t port = 18515;
   std::string server_ip, bind_address;
   po::options_description opts("cnet-perf p2p|allreduce [options]   (under srun --mpi=pmix)");
-  opts.add_options()("help,h", "show this help")
+  opts.add_options()("help,h", "show this help")("version", "print the version")
       ("min-size", po::value(&s.min_size)->default_value(s.min_size), "smallest message in bytes")
       ("max-size", po::value(&s.max_size)->default_value(s.max_size), "largest message in bytes (sizes grow x4)")
       ("iters", po::value(&s.iters)->default_value(s.iters), "repetitions per size (fewer for large sizes)")
