@@ -422,6 +422,7 @@ int slurm_spank_task_init(spank_t sp, int, char**) {
     request.nccl_topo_file = g_nccl_topo_file;
     if (std::string rdma = getenv_of(sp, "CNET_RDMA_DEVICES"); plain_value(rdma, 1024))
       request.allocated_rdma = cnet::scheduling::split(rdma);
+    request.inherited_nics = !getenv_of(sp, "CNET_NICS").empty();
 
     TaskEnvironment env = plan_task_environment(*g_step_topology, request);
     if (!env.error.empty()) {
@@ -429,6 +430,7 @@ int slurm_spank_task_init(spank_t sp, int, char**) {
       return kFail;
     }
     if (!env.warning.empty() && local_task == 0) print_to_task(env.warning);
+    for (const auto& name : env.unset) spank_unsetenv(sp, name.c_str());
     for (const auto& [name, value] : env.variables) spank_setenv(sp, name.c_str(), value.c_str(), 1);
     if (!env.cpus.empty()) bind_cpus(env.cpus);
     return kOk;

@@ -147,6 +147,8 @@ TaskEnvironment plan_task_environment(const topology::NodeTopology& topo, const 
     if (!hca.empty()) vars.emplace_back("NCCL_IB_HCA", "=" + join(hca, ","));
     vars.emplace_back("UCX_NET_DEVICES", join(ucx, ","));
     if (!ifnames.empty()) vars.emplace_back("NCCL_SOCKET_IFNAME", "=" + join(ifnames, ","));
+  } else if (r.inherited_nics && !keep_gres_nics) {
+    env.unset = {"CNET_NICS", "NCCL_IB_HCA", "UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME"};
   }
   if (r.net == NetMode::tcp) {
     vars.emplace_back("UCX_TLS", "tcp,sm,self");

@@ -22,7 +22,7 @@ out=$(run -N2 -n4 "$CNET_BIN/cnet-run" --name demo "${args[@]}" --output data.sa
 cmp -s pipe.safetensors data.safetensors || fail "data-parallel output differs from the pipeline's"
 
 # Kill stage 1 (on cn2) mid-run.
-make_example "$work" 10 384 2048
+make_example "$work" 10 384 8192  # long enough (several s) that the kill lands mid-run
 run -N2 --ntasks-per-node=1 "$CNET_BIN/cnet-run" --name ref "${args[@]}" --output ref.safetensors 2>/dev/null || fail "reference run"
 run -N2 --ntasks-per-node=1 "$CNET_BIN/cnet-run" --name ref "${args[@]}" --output out.safetensors >killed.log 2>&1 &
 kill_rank_mid_run killed.log $! "cnet-run --name ref" SLURM_PROCID 1
@@ -30,6 +30,6 @@ cat killed.log
 grep -q "stage 1/2 (rank 1 on cn2) failed" killed.log || fail "the dead stage and its node are not named"
 out=$(run -N2 --ntasks-per-node=1 "$CNET_BIN/cnet-run" --name ref "${args[@]}" --output out.safetensors --resume --verify 2>&1) ||
   fail "resume: $out"
-grep -q "resuming: [0-9]* of 256 micro-batches already done" <<<"$out" || fail "resume redid everything: $out"
+grep -q "resuming: [0-9]* of 1024 micro-batches already done" <<<"$out" || fail "resume redid everything: $out"
 cmp -s ref.safetensors out.safetensors || fail "resumed output differs from an undisturbed run"
 echo ok

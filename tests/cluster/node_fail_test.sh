@@ -10,7 +10,7 @@ work=$CNET_BUILD_DIR/test-work/node-fail
 rm -rf "$work" && mkdir -p "$work"
 cd "$work"
 trap '"$CNET_MINICLUSTER" start-node cn2 >/dev/null 2>&1 || true' EXIT
-make_example "$work" 12 512 4096
+make_example "$work" 12 512 8192
 args=(--model model.safetensors --input input.safetensors --micro-batch 8)
 srun -N2 --ntasks-per-node=1 --cnet-bind=none "$CNET_BIN/cnet-run" --name node-fail "${args[@]}" --output ref.safetensors \
   >/dev/null 2>&1 || fail "undisturbed reference run"
@@ -45,7 +45,7 @@ expect_eq "$state" COMPLETED "the requeued job's state"
 restarts=$(scontrol show job "$job" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')
 ((restarts >= 1)) || fail "the job was not requeued (Restarts=$restarts)"
 grep -q "^run 1" "$log" || fail "the rerun did not start"
-grep -q "resuming: [1-9][0-9]* of 512 micro-batches already done" "$log" || fail "the rerun redid everything"
+grep -q "resuming: [1-9][0-9]* of 1024 micro-batches already done" "$log" || fail "the rerun redid everything"
 # Slurm's mpi/pmix leftovers from the killed first run would have failed the rerun's launch on cn2.
 grep -q "cnet: removed .*stepd.slurm.pmix.$job.0, left on this node by an earlier run" "$CNET_MINICLUSTER_DIR/log/slurmd.cn2.log" ||
   fail "the cnet SPANK plugin did not clear the killed step's PMIx state on cn2"

@@ -32,7 +32,8 @@ apt-get install --simulate -q "$tools" "$plugins" >"$work/apt.log" 2>&1 || fail 
 
 root=$work/root
 dpkg -x "$tools" "$root" && dpkg -x "$plugins" "$root"
-plugin_dir=$root$(dpkg-query -L slurm-wlm-basic-plugins | awk '/\/auth_munge\.so$/ { sub(/\/auth_munge\.so$/, ""); print; exit }')
+# awk reads the whole listing: an early exit would kill dpkg-query with SIGPIPE, failing under pipefail
+plugin_dir=$root$(dpkg-query -L slurm-wlm-basic-plugins | awk '/\/auth_munge\.so$/ && !d { d = $0; sub(/\/auth_munge\.so$/, "", d) } END { print d }')
 for so in cnet.so job_submit_cnet.so gres_rdma.so; do [[ -f $plugin_dir/$so ]] || fail "$so not installed in $plugin_dir"; done
 for tool in cnet-run cnet-launch cnet-topo cnet-doctor cnet-perf cnet-pool; do
   [[ -x $root/usr/bin/$tool ]] || fail "$tool not installed"
@@ -71,7 +72,8 @@ real_install=1
 apt-get install -y -q "$tools" "$plugins" >"$work/apt.log" 2>&1 || fail "apt-get install: $(tail "$work/apt.log")"
 [[ $(command -v cnet-run) == /usr/bin/cnet-run ]] || fail "cnet-run is not on PATH after the install"
 man -w cnet-templates.conf >/dev/null 2>&1 || [[ -f /usr/share/man/man5/cnet-templates.conf.5.gz ]] || fail "man page not installed"
-out=$(CNET_MINICLUSTER_DIR=$work/demo bash "$repo/contrib/demo.sh" --installed 2>&1) || fail "demo.sh --installed: $out"
+# The demo sees this machine as it is, like a site's first node (not the fixture topology).
+out=$(env -u CNET_SPANK_ARGS CNET_MINICLUSTER_DIR=$work/demo bash "$repo/contrib/demo.sh" --installed 2>&1) || fail "demo.sh --installed: $out"
 echo "$out" | tail -n 12
 grep -q "plugins in /usr/lib" <<<"$out" || fail "the demo did not use the installed plugins: $out"
 grep -q "verify: bit-identical to one process" <<<"$out" || fail "the demo job on the installed copy was not verified: $out"

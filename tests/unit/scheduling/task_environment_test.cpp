@@ -53,6 +53,23 @@ TEST(TaskEnvironment, EachTaskGetsItsGpusNic) {
   }
 }
 
+// srun --cnet-bind=none inside a batch script whose own step cnet gave a NIC: that NIC must not leak in.
+TEST(TaskEnvironment, NoneDropsTheEnclosingStepsNics) {
+  auto node = fixture("32em64t-2n8c2t-pci-wholeio.xml");
+  TaskRequest r;
+  r.step_gpus = {0};
+  r.bind = BindMode::none;
+  r.inherited_nics = true;
+  auto env = plan_task_environment(node, r);
+  EXPECT_EQ(vars(env).count("UCX_NET_DEVICES"), 0u);
+  EXPECT_EQ(env.unset, (std::vector<std::string>{"CNET_NICS", "NCCL_IB_HCA", "UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME"}));
+  r.inherited_nics = false;
+  EXPECT_TRUE(plan_task_environment(node, r).unset.empty()) << "the user's own variables stay";
+  r.inherited_nics = true;
+  r.bind = BindMode::closest;
+  EXPECT_TRUE(plan_task_environment(node, r).unset.empty()) << "closest sets its own values over them";
+}
+
 TEST(TaskEnvironment, StrictBindsToTheGpusSocket) {
   auto node = fixture("32em64t-2n8c2t-pci-wholeio.xml");
   TaskRequest r;

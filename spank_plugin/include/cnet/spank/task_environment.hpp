@@ -35,10 +35,14 @@ struct TaskRequest {
   // RDMA devices gres/rdma allocated to the task (CNET_RDMA_DEVICES): NICs are chosen among these only,
   // and when the topology knows none of them the gres plugin's NCCL_IB_HCA/UCX_NET_DEVICES stand.
   std::vector<std::string> allocated_rdma;
+  // CNET_NICS came with the environment: cnet chose NICs for an enclosing step (the batch script's),
+  // so a step that chooses none must not keep that step's NCCL/UCX NIC variables either.
+  bool inherited_nics = false;
 };
 
 struct TaskEnvironment {
   std::vector<std::pair<std::string, std::string>> variables;
+  std::vector<std::string> unset;  // variables to remove from the task's environment
   std::vector<unsigned> cpus;  // OS CPU indexes to bind to (strict); empty: leave binding alone
   std::string error;           // set: the task must not start, and this says why and what to do
   std::string warning;         // set: the task starts, but the user asked for something cnet could not do
