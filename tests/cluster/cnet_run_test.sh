@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cnet-run through srun on the minicluster: a 2-stage pipeline under a template, verified bit for bit
 # against one process; data parallel over 4 ranks; a stage killed mid-run ends the job within 10 s
-# naming the stage and node, and --resume finishes it to the same bytes as an undisturbed run.
+# naming the stage and node, and --resume finishes it to the same bytes as an undisturbed run; a stage
+# that hangs is caught by the transport's timeout.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/cnet_run_lib.sh"
 work=$CNET_BUILD_DIR/test-work/cnet-run
@@ -32,4 +33,20 @@ out=$(run -N2 --ntasks-per-node=1 "$CNET_BIN/cnet-run" --name ref "${args[@]}" -
   fail "resume: $out"
 grep -q "resuming: [0-9]* of 1024 micro-batches already done" <<<"$out" || fail "resume redid everything: $out"
 cmp -s ref.safetensors out.safetensors || fail "resumed output differs from an undisturbed run"
+
+# Stage 1 hangs (stopped, not dead): the transport's timeout ends the job naming the silent stage's node.
+run -N2 --ntasks-per-node=1 "$CNET_BIN/cnet-run" --name hung "${args[@]}" --output hung.safetensors --timeout 3 >hung.log 2>&1 &
+job=$!
+wait_for_line hung.log "micro-batches, " 60 || fail "no progress line: $(cat hung.log)"
+stalled=$(pid_with_env "cnet-run --name hung" SLURM_PROCID 1)
+[[ -n $stalled ]] || fail "stage 1 not found"
+kill -STOP "$stalled"
+start=$SECONDS
+rc=0
+wait "$job" || rc=$?
+kill -CONT "$stalled" 2>/dev/null || true
+cat hung.log
+((rc != 0)) || fail "a hung stage went unnoticed"
+((SECONDS - start < 10)) || fail "a hung stage took $((SECONDS - start)) s to notice"
+grep -q "on cn2 did not complete within 3000 ms (peer stalled or hung)" hung.log || fail "the hung stage's node is not named"
 echo ok
