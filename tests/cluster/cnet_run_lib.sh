@@ -6,8 +6,11 @@ make_example() {  # make_example DIR LAYERS HIDDEN ROWS
 # The pid of the process whose environment has VAR=VALUE and whose command line matches PATTERN.
 pid_with_env() {  # pid_with_env PATTERN VAR VALUE
   local p
+  local environ
   for p in $(pgrep -f "$1"); do
-    { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -qx "$2=$3" && { echo "$p"; return 0; }
+    # Read whole, then grep: `tr | grep -q` fails under pipefail when grep stops reading first (SIGPIPE).
+    environ=$({ tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null) || continue
+    grep -qx "$2=$3" <<<"$environ" && { echo "$p"; return 0; }
   done
   return 0  # none: the caller says so (a failing $(...) would end a set -e test without a word)
 }

@@ -7,8 +7,9 @@ echo "$out"
 for t in infer-small infer-pipeline train-8gpu debug; do grep -q "^  $t: " <<<"$out" || fail "list lacks $t"; done
 grep -q 'train-8gpu: .*gres=gpu:8 .*switches=1 exclusive' <<<"$out" || fail "list does not show what train-8gpu expands to"
 
-on_cluster srun --help | grep -q -- '--cnet-template=NAME' || fail "srun --help does not show --cnet-template"
-on_cluster sbatch --help | grep -q -- '--cnet-bind=MODE' || fail "sbatch --help does not show --cnet-bind"
+# Whole outputs into grep: `cmd | grep -q` can fail under pipefail when grep stops reading first.
+grep -q -- '--cnet-template=NAME' <<<"$(on_cluster srun --help)" || fail "srun --help does not show --cnet-template"
+grep -q -- '--cnet-bind=MODE' <<<"$(on_cluster sbatch --help)" || fail "sbatch --help does not show --cnet-bind"
 
 expect_rejected() {  # expect_rejected "what the error must say" srun|sbatch args...
   local want=$1 err
