@@ -17,6 +17,14 @@ install(FILES contrib/prometheus/cnet-alerts.yml contrib/examples/template-job.s
         DESTINATION "${CMAKE_INSTALL_DATADIR}/doc/cnet-tools/examples" COMPONENT tools)
 install(FILES doc/user-guide.md DESTINATION "${CMAKE_INSTALL_DATADIR}/doc/cnet-tools" COMPONENT tools)
 
+# Debian's changelog.gz in each package's doc folder (cmake/deb/changelog: add an entry per release).
+set(_changelog "${CMAKE_BINARY_DIR}/deb/changelog.gz")
+add_custom_command(OUTPUT "${_changelog}" COMMAND gzip -9nc "${CMAKE_CURRENT_SOURCE_DIR}/cmake/deb/changelog" > "${_changelog}"
+                   DEPENDS cmake/deb/changelog VERBATIM)
+add_custom_target(deb_changelog ALL DEPENDS "${_changelog}")
+install(FILES "${_changelog}" DESTINATION "${CMAKE_INSTALL_DATADIR}/doc/cnet-tools" COMPONENT tools)
+install(FILES "${_changelog}" DESTINATION "${CMAKE_INSTALL_DATADIR}/doc/cnet-slurm-plugins" COMPONENT plugins)
+
 execute_process(COMMAND dpkg-query -W -f=\${Version} slurm-wlm-basic-plugins
                 OUTPUT_VARIABLE CNET_SLURM_DEB_VERSION RESULT_VARIABLE _rc ERROR_QUIET)
 if(NOT _rc EQUAL 0 OR CNET_SLURM_DEB_VERSION STREQUAL "")
@@ -40,16 +48,18 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # libucx0, libpmix2, libhwloc15... from 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME cnet-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "slurm-client")
 set(CPACK_DEBIAN_TOOLS_DESCRIPTION "cnet command-line tools for Slurm GPU clusters
- cnet-run (pipeline/data-parallel inference), cnet-launch (PyTorch bootstrap), cnet-topo (topology,
- gres.conf, NCCL files), cnet-doctor (node checks, HealthCheckProgram), cnet-perf (link benchmark),
- cnet-pool (resource table).")
+ cnet-run (pipeline/data-parallel inference), cnet-launch (PyTorch
+ bootstrap), cnet-topo (topology, gres.conf, NCCL files), cnet-doctor (node
+ checks, HealthCheckProgram), cnet-perf (link benchmark), cnet-pool
+ (resource table).")
 set(CPACK_DEBIAN_PLUGINS_PACKAGE_NAME cnet-slurm-plugins)
 set(CPACK_DEBIAN_PLUGINS_PACKAGE_DEPENDS "slurm-wlm-basic-plugins (= ${CNET_SLURM_DEB_VERSION})")
 set(CPACK_DEBIAN_PLUGINS_PACKAGE_RECOMMENDS "cnet-tools (= ${PROJECT_VERSION})")
 set(CPACK_DEBIAN_PLUGINS_DESCRIPTION "cnet Slurm plugins built for slurm-wlm ${CNET_SLURM_DEB_VERSION}
- SPANK plugin cnet.so (resource templates, GPU/NIC binding, NCCL topology per step), job_submit/cnet
- (templates applied in slurmctld) and gres/rdma (RDMA NICs as GRES). Nothing is enabled on install:
- see /usr/share/doc/cnet-slurm-plugins/examples.")
+ SPANK plugin cnet.so (resource templates, GPU/NIC binding, NCCL topology
+ per step), job_submit/cnet (templates applied in slurmctld) and gres/rdma
+ (RDMA NICs as GRES). Nothing is enabled on install: see
+ /usr/share/doc/cnet-slurm-plugins/examples.")
 # Files under /etc are the admin's once installed: dpkg keeps their edits on upgrade.
 file(WRITE "${CMAKE_BINARY_DIR}/deb/tools/conffiles" "/etc/cnet/doctor.conf\n")
 file(WRITE "${CMAKE_BINARY_DIR}/deb/plugins/conffiles" "/etc/slurm/cnet-templates.conf\n")

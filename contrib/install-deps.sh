@@ -18,7 +18,7 @@ packages=(
   # cnet-launch's integration test: torch.distributed (CPU, gloo) for /usr/bin/python3
   python3-torch
   # packages and docs: man pages from --help (dpkg-dev for cpack's dpkg-shlibdeps comes with build-essential)
-  help2man
+  help2man lintian
   # the metrics test: promtool checks the textfiles and example alert rules (the server is never started)
   prometheus
   # minicluster: unshare/nsenter, ip, ps

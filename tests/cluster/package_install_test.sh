@@ -28,6 +28,9 @@ depends=$(dpkg-deb -f "$plugins" Depends)
 grep -q '/etc/slurm/cnet-templates.conf$' <<<"$(dpkg-deb -c "$plugins")" || fail "no templates file in the plugin package"
 grep -qx /etc/slurm/cnet-templates.conf <<<"$(dpkg-deb --ctrl-tarfile "$plugins" | tar -xO ./conffiles)" ||
   fail "the templates file is not a conffile (an upgrade would overwrite the admin's edits)"
+# Debian's own package checker; the copyright file waits for the project to choose a licence.
+lint=$(lintian --suppress-tags no-copyright-file "$tools" "$plugins" 2>&1) || true
+grep -q '^E: ' <<<"$lint" && fail "lintian finds errors: $lint"
 apt-get install --simulate -q "$tools" "$plugins" >"$work/apt.log" 2>&1 || fail "apt cannot install the packages here: $(tail "$work/apt.log")"
 
 root=$work/root
