@@ -74,6 +74,14 @@ fi
 real_install=1
 apt-get install -y -q "$tools" "$plugins" >"$work/apt.log" 2>&1 || fail "apt-get install: $(tail "$work/apt.log")"
 [[ $(command -v cnet-run) == /usr/bin/cnet-run ]] || fail "cnet-run is not on PATH after the install"
+# The snippets an admin pastes name files the packages really installed.
+examples=/usr/share/doc/cnet-slurm-plugins/examples
+read -r _ so args < <(grep '^required ' "$examples/plugstack.conf")
+[[ -f $so ]] || fail "plugstack.conf snippet names $so, which is not installed"
+templates=$(sed -n 's/.*templates=\([^ ]*\).*/\1/p' <<<"$args")
+[[ -f $templates ]] || fail "plugstack.conf snippet names templates $templates, which is not installed"
+health=$(sed -n 's/^HealthCheckProgram=//p' "$examples/slurm.conf.cnet")
+[[ -x $health ]] || fail "slurm.conf snippet names HealthCheckProgram $health, which is not installed"
 man -w cnet-templates.conf >/dev/null 2>&1 || [[ -f /usr/share/man/man5/cnet-templates.conf.5.gz ]] || fail "man page not installed"
 # The demo sees this machine as it is, like a site's first node (not the fixture topology).
 out=$(env -u CNET_SPANK_ARGS CNET_MINICLUSTER_DIR=$work/demo bash "$repo/contrib/demo.sh" --installed 2>&1) || fail "demo.sh --installed: $out"
