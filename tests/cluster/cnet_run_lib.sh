@@ -35,3 +35,17 @@ kill_rank_mid_run() {  # kill_rank_mid_run LOG JOB_PID PATTERN VAR VALUE
   ((rc != 0)) || fail "the job exited 0 after a rank was killed"
   ((SECONDS - start < 10)) || fail "the job took $((SECONDS - start)) s to stop"
 }
+# Stops (SIGSTOP, not kills) one rank once LOG shows progress, then waits for the job; fails unless the
+# job exits non-zero within 10 s of the stop (the transport's timeout must notice a hung peer).
+stop_rank_mid_run() {  # stop_rank_mid_run LOG JOB_PID PATTERN VAR VALUE
+  local log=$1 job=$2 stalled start rc=0
+  wait_for_line "$log" "micro-batches, " 60 || fail "no progress line: $(cat "$log")"
+  stalled=$(pid_with_env "$3" "$4" "$5")
+  [[ -n $stalled ]] || fail "the rank with $4=$5 was not found"
+  kill -STOP "$stalled"
+  start=$SECONDS
+  wait "$job" || rc=$?
+  kill -CONT "$stalled" 2>/dev/null || true
+  ((rc != 0)) || fail "a hung stage went unnoticed"
+  ((SECONDS - start < 10)) || fail "a hung stage took $((SECONDS - start)) s to notice"
+}

@@ -44,17 +44,7 @@ cmp -s "$work/ref.safetensors" "$work/auto.safetensors" || fail "resume=auto out
 # A hung stage (stopped, not dead): the transport's timeout ends the job naming the silent rank.
 log=$work/hung.log
 run --local 2 --output "$work/hung.safetensors" --micro-batch 8 --timeout 3 >"$log" 2>&1 &
-job=$!
-wait_for_line "$log" "micro-batches, " 60 || fail "no progress line: $(cat "$log")"
-stalled=$(pid_with_env "exe --name t" PMIX_RANK 0)
-[[ -n $stalled ]] || fail "stage 0 not found"
-kill -STOP "$stalled"
-start=$SECONDS
-rc=0
-wait "$job" || rc=$?
-kill -CONT "$stalled" 2>/dev/null || true
-((rc != 0)) || fail "a hung stage went unnoticed"
-((SECONDS - start < 10)) || fail "a hung stage took $((SECONDS - start)) s to notice"
+stop_rank_mid_run "$log" $! "exe --name t" PMIX_RANK 0
 grep -q "rank 0 on .* did not complete within 3000 ms (peer stalled or hung)" "$log" || fail "the hung stage is not named: $(cat "$log")"
 echo "a stopped stage was reported hung after the 3 s timeout"
 
