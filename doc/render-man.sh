@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# render-man.sh HELP2MAN VERSION SUMMARY TOOL OUTPUT.1.gz: TOOL --help as a gzipped man page.
+# render-man.sh HELP2MAN SUMMARY TOOL OUTPUT.1.gz: TOOL --help as a gzipped man page (version from TOOL --version).
 set -euo pipefail
-"$1" --no-info --no-discard-stderr --version-string="$2" --name="$3" --section=1 "$4" | gzip -9n >"$5.tmp"
-mv "$5.tmp" "$5"
+"$1" --no-info --no-discard-stderr --name="$2" --section=1 "$3" | gzip -9n >"$4.tmp"
+mv "$4.tmp" "$4"

@@ -288,9 +288,7 @@ void clear_stale_pmix_state(spank_t sp) {
     return;
   const auto* conf = static_cast<const slurm_conf_t*>(dlsym(RTLD_DEFAULT, "slurm_conf"));
   if (!conf || !conf->slurmd_spooldir) return;
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  std::string node = host;
+  std::string node = hostname();
   node = node.substr(0, node.find('.'));
   try {
     auto paths = pmix_step_paths(conf->slurmd_spooldir, conf->tmp_fs ? conf->tmp_fs : "", node, uid, job, step);

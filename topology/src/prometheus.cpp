@@ -15,6 +15,7 @@
 namespace cnet::metrics {
 
 namespace {
+namespace fs = std::filesystem;
 
 const std::regex kMetricName("[a-zA-Z_:][a-zA-Z0-9_:]*");
 const std::regex kLabelName("[a-zA-Z_][a-zA-Z0-9_]*");
@@ -36,6 +37,17 @@ std::string number(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
+}
+
+// The folder the textfile goes into, once the path passed the checks.
+fs::path textfile_folder(const std::string& path) {
+  if (!path.ends_with(".prom"))
+    throw std::runtime_error(path + ": the file name must end in .prom (node_exporter's textfile collector reads only those)");
+  fs::path target(path);
+  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir))
+    throw std::runtime_error(path + ": folder " + dir.string() + " does not exist (node_exporter's --collector.textfile.directory)");
+  return dir;
 }
 
 }  // namespace
@@ -64,21 +76,10 @@ std::string to_text(const std::vector<Family>& families) {
   return out.str();
 }
 
-void check_textfile_path(const std::string& path) {
-  namespace fs = std::filesystem;
-  if (!path.ends_with(".prom"))
-    throw std::runtime_error(path + ": the file name must end in .prom (node_exporter's textfile collector reads only those)");
-  fs::path target(path);
-  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir))
-    throw std::runtime_error(path + ": folder " + dir.string() + " does not exist (node_exporter's --collector.textfile.directory)");
-}
+void check_textfile_path(const std::string& path) { textfile_folder(path); }
 
 void write_textfile(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  check_textfile_path(path);
-  fs::path target(path);
-  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  fs::path target(path), dir = textfile_folder(path);
   // A dot name: the collector skips it while it is being written.
   fs::path tmp = dir / ("." + target.filename().string() + "." + std::to_string(getpid()));
   {

@@ -32,6 +32,7 @@ std::vector<metrics::Family> report_metrics(const PerfReport& r, int regressed_s
   std::string hosts;
   for (const auto& h : r.hosts) hosts += (hosts.empty() ? "" : ",") + h;
   std::map<std::string, std::string> link{{"mode", r.mode}, {"hosts", hosts}};
+  auto bytes_per_second = [&](const PerfRow& row) { return (r.mode == "p2p" ? row.bandwidth_gbytes : row.bus_gbytes) * 1e9; };
   auto sized = [&](std::size_t bytes) {
     auto l = link;
     l["bytes"] = std::to_string(bytes);
@@ -41,16 +42,14 @@ std::vector<metrics::Family> report_metrics(const PerfReport& r, int regressed_s
   metrics::Family p99{"cnet_perf_latency_p99_seconds", "cnet-perf 99th percentile latency per message size", "gauge", {}};
   metrics::Family p50{"cnet_perf_latency_p50_seconds", "cnet-perf median latency per message size", "gauge", {}};
   for (const auto& row : r.rows) {
-    double gbytes = r.mode == "p2p" ? row.bandwidth_gbytes : row.bus_gbytes;
-    bw.samples.push_back({sized(row.bytes), gbytes * 1e9});
+    bw.samples.push_back({sized(row.bytes), bytes_per_second(row)});
     p99.samples.push_back({sized(row.bytes), row.latency_p99_us * 1e-6});
     p50.samples.push_back({sized(row.bytes), row.latency_p50_us * 1e-6});
   }
   std::vector<metrics::Family> out{bw, p99, p50};
   if (!r.rows.empty()) {
-    const PerfRow& big = r.rows.back();
     out.push_back({"cnet_perf_link_bandwidth_bytes_per_second", "cnet-perf bandwidth at the largest message size", "gauge",
-                   {{link, (r.mode == "p2p" ? big.bandwidth_gbytes : big.bus_gbytes) * 1e9}}});
+                   {{link, bytes_per_second(r.rows.back())}}});
     out.push_back({"cnet_perf_link_latency_p99_seconds", "cnet-perf 99th percentile latency at the smallest message size", "gauge",
                    {{link, r.rows.front().latency_p99_us * 1e-6}}});
   }
