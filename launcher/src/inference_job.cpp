@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 
+#include "cnet/common/text.hpp"
 #include "cnet/launcher/forward.hpp"
 #include "cnet/launcher/progress_log.hpp"
 #include "cnet/transport/collectives.hpp"
@@ -156,6 +157,159 @@ SingleProcessResult run_single_process(const std::string& model_path, const std:
   return r;
 }
 
+namespace {
+
+// Everything a rank needs before it computes, checked before any rank computes or the writer touches
+// the output: the layout, the model and this rank's stage of it, the input.
+struct Job {
+  JobLayout layout;
+  std::unique_ptr<SafetensorsFile> weights;
+  ModelSpec model;
+  std::vector<StageRange> stages;
+  InputRows input;
+  std::unique_ptr<StageForward> forward;
+  std::vector<MicroBatch> all;
+};
+
+Job prepare_job(const InferenceOptions& o, std::uint32_t rank, std::uint32_t ranks) {
+  Job job;
+  job.layout = make_layout(o.scheme, ranks, o.num_stages);
+  job.weights = std::make_unique<SafetensorsFile>(o.model);
+  job.model = load_model(*job.weights);
+  job.stages = balance_stages(job.model, job.layout.stages);
+  job.input = open_input(o.input, job.model.input_width());
+  const StageRange& mine = job.stages[job.layout.stage_of(rank)];
+  job.forward = std::make_unique<StageForward>(*job.weights, job.model, mine.first, mine.last);
+  job.all = micro_batches(job.input.rows, o.micro_batch);
+  return job;
+}
+
+// The writer opens the output (fresh, or resumed from its progress log) and decides what is left to do;
+// every rank learns that list.
+std::vector<MicroBatch> plan_work(transport::Bootstrap& boot, const Job& job, const std::unique_ptr<OutputSink>& sink) {
+  std::vector<std::uint32_t> todo_ids;
+  if (sink)
+    for (const auto& mb : job.all)
+      if (!sink->done().count(mb.index)) todo_ids.push_back(mb.index);
+  auto plans = boot.allgather_values<std::uint32_t>("cnet.run.todo", todo_ids);
+  std::vector<MicroBatch> todo;
+  for (std::uint32_t id : plans.at(job.layout.writer())) todo.push_back(job.all.at(id));
+  return todo;
+}
+
+void print_banner(const InferenceOptions& o, const Job& job, const UcxChannel& ch, std::size_t todo) {
+  std::set<std::string> hosts;
+  for (std::uint32_t r = 0; r < ch.size(); ++r) hosts.insert(ch.hostname_of(r));
+  double total_cost = 0;
+  for (const auto& s : job.stages) total_cost += s.cost;
+  const unsigned S = job.layout.stages, R = job.layout.replicas;
+  std::fprintf(stderr, "cnet-run %s: %u stage%s x %u replica%s on %s; %zu layers (width %zu -> %zu); %zu micro-batches of %zu rows; CPU, OpenBLAS %d thread%s\n",
+               o.name.c_str(), S, S > 1 ? "s" : "", R, R > 1 ? "s" : "", common::join({hosts.begin(), hosts.end()}, ",").c_str(),
+               job.model.layers.size(), job.model.input_width(), job.model.output_width(), job.all.size(), o.micro_batch, o.blas_threads,
+               o.blas_threads > 1 ? "s" : "");
+  for (unsigned s = 0; s < S; ++s)
+    std::fprintf(stderr, "  stage %u: layers %zu-%zu (%.0f%% of the work) on %s\n", s, job.stages[s].first, job.stages[s].last - 1,
+                 100 * job.stages[s].cost / total_cost, ch.hostname_of(job.layout.rank_of(0, s)).c_str());
+  if (todo < job.all.size())
+    std::fprintf(stderr, "cnet-run %s: resuming: %zu of %zu micro-batches already done, %zu to go\n", o.name.c_str(),
+                 job.all.size() - todo, job.all.size(), todo);
+  std::fflush(stderr);
+}
+
+// This rank's share of the work: receive (or read) each micro-batch, run its stage, send it on (or to
+// the writer, or into the output). Receives are posted two ahead and sends double-buffered, so
+// transfers overlap the computing; transfers also progress between layers.
+void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& todo, OutputSink* sink) {
+  struct Slot {
+    std::vector<float> rows;
+    std::unique_ptr<UcxChannel::Request> request;
+  };
+  const JobLayout& layout = job.layout;
+  const std::uint32_t rank = ch.rank();
+  const unsigned S = layout.stages, R = layout.replicas, stage = layout.stage_of(rank), replica = layout.replica_of(rank);
+  const auto mine = share_of(todo, replica, R);
+  const std::size_t in_width = job.forward->input_width(), out_width = job.forward->output_width();
+  std::array<Slot, 2> inbox, outbox;
+  auto post_receive = [&](std::size_t j) {
+    Slot& slot = inbox[j % 2];
+    slot.rows.resize(mine[j].rows * in_width);
+    slot.request = ch.recv(rank - 1, activation_tag(mine[j].index), bytes(slot.rows));
+  };
+  auto send = [&](std::size_t j, std::uint32_t peer, std::uint32_t tag, std::vector<float>& rows) {
+    Slot& slot = outbox[j % 2];
+    if (slot.request) ch.wait(*slot.request);  // the send from two micro-batches ago has left this buffer
+    slot.rows.swap(rows);
+    slot.request = ch.send(peer, tag, bytes(slot.rows));
+  };
+  if (stage > 0)
+    for (std::size_t j = 0; j < std::min<std::size_t>(2, mine.size()); ++j) post_receive(j);
+  if (sink) sink->start();
+  std::vector<float> result, gathered;
+  auto let_transfers_progress = [&] { ch.progress(); };
+  for (std::size_t j = 0; j < mine.size(); ++j) {
+    const MicroBatch& mb = mine[j];
+    std::span<const float> x;
+    if (stage == 0) {
+      x = job.input.data.subspan(mb.first_row * in_width, mb.rows * in_width);
+    } else {
+      ch.wait(*inbox[j % 2].request);
+      x = inbox[j % 2].rows;
+    }
+    job.forward->forward(x, mb.rows, result, let_transfers_progress);
+    if (stage > 0 && j + 2 < mine.size()) post_receive(j + 2);  // forward() has copied its input
+    if (stage + 1 < S) {
+      send(j, rank + 1, activation_tag(mb.index), result);
+    } else if (!sink) {
+      send(j, layout.writer(), output_tag(mb.index), result);
+    } else {
+      sink->put(mb, result);
+      for (unsigned h = 1; h < R; ++h) {  // the other replicas' rows of this round, in input order
+        std::size_t k = j * R + h;
+        if (k >= todo.size()) break;
+        gathered.resize(todo[k].rows * out_width);
+        ch.recv_blocking(layout.rank_of(h, S - 1), output_tag(todo[k].index), bytes(gathered));
+        sink->put(todo[k], gathered);
+      }
+    }
+  }
+  for (auto& slot : outbox)
+    if (slot.request) ch.wait(*slot.request);
+  // A sender whose last messages left its buffers may not exit before they are received: a peer that is
+  // gone fails every receive from it, delivered or not.
+  transport::Collectives(ch).barrier();
+}
+
+// --verify: the whole model on this process over the same micro-batches, compared with what was written.
+int verify_output(const InferenceOptions& o, const Job& job, double rate, bool whole_run, std::uint32_t ranks, nlohmann::json& summary) {
+  try {
+    auto single = run_single_process(o.model, o.input, o.micro_batch);
+    SafetensorsFile produced(o.output);
+    std::vector<float> storage;
+    Verdict v = compare(produced.floats("output", storage), single.output, job.model.output_width());
+    double single_rate = static_cast<double>(job.input.rows) / std::max(single.seconds, 1e-9);
+    int code = kOk;
+    if (v.identical) {
+      std::fprintf(stderr, "cnet-run %s: verify: bit-identical to one process running the whole model (%zu rows)\n", o.name.c_str(), job.input.rows);
+    } else {
+      std::fprintf(stderr, "cnet-run %s: verify: %zu of %zu values differ from one process (first in row %zu); max abs error %.3g, max rel error %.3g\n",
+                   o.name.c_str(), v.differing, single.output.size(), v.first_row, v.max_abs, v.max_rel);
+      if (o.verify_tolerance == 0 || !(v.max_rel <= o.verify_tolerance)) code = kVerifyMismatch;
+    }
+    if (whole_run)  // a resumed run timed only part of the work
+      std::fprintf(stderr, "cnet-run %s: throughput: %.0f rows/s on %u ranks vs %.0f rows/s on one process: %.2fx\n", o.name.c_str(), rate,
+                   ranks, single_rate, rate / single_rate);
+    summary["verify"] = {{"identical", v.identical}, {"differing_values", v.differing}, {"max_abs_error", v.max_abs},
+                         {"max_rel_error", v.max_rel}, {"single_process_rows_per_second", single_rate},
+                         {"single_process_seconds", single.seconds}};
+    return code;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cnet-run %s: verify failed: %s\n", o.name.c_str(), e.what());
+    return kVerifyMismatch;
+  }
+}
+
+}  // namespace
+
 int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
   const auto& me = boot.placement();
   auto fail = [&](int code, const std::string& message) -> int {
@@ -166,48 +320,18 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
   };
   set_blas_threads(o.blas_threads);
 
-  // Everything is checked before any rank computes or the writer touches the output.
-  JobLayout layout;
-  std::unique_ptr<SafetensorsFile> weights;
-  ModelSpec model;
-  std::vector<StageRange> stages;
-  InputRows input;
-  std::unique_ptr<StageForward> forward;
+  Job job;
+  std::unique_ptr<OutputSink> sink;
   try {
-    layout = make_layout(o.scheme, me.size, o.num_stages);
-    weights = std::make_unique<SafetensorsFile>(o.model);
-    model = load_model(*weights);
-    stages = balance_stages(model, layout.stages);
-    input = open_input(o.input, model.input_width());
-    const StageRange& mine = stages[layout.stage_of(me.rank)];
-    forward = std::make_unique<StageForward>(*weights, model, mine.first, mine.last);
+    job = prepare_job(o, me.rank, me.size);
+    if (me.rank == job.layout.writer()) {
+      std::string identity = file_identity(o.model) + " " + file_identity(o.input) + " micro-batch " + std::to_string(o.micro_batch);
+      sink = std::make_unique<OutputSink>(o, job.input.rows, job.model.output_width(), identity, job.all.size(), resuming(o));
+    }
   } catch (const std::exception& e) {
     return fail(kBadInput, e.what());
   }
-  auto all = micro_batches(input.rows, o.micro_batch);
-  const bool writer = me.rank == layout.writer();
-
-  // The writer decides what is left to do (all of it, or what the progress log lacks on --resume).
-  std::unique_ptr<OutputSink> sink;
-  std::vector<std::uint32_t> todo_ids;
-  if (writer) {
-    try {
-      std::string identity = file_identity(o.model) + " " + file_identity(o.input) + " micro-batch " + std::to_string(o.micro_batch);
-      sink = std::make_unique<OutputSink>(o, input.rows, model.output_width(), identity, all.size(), resuming(o));
-    } catch (const std::exception& e) {
-      return fail(kBadInput, e.what());
-    }
-    for (const auto& mb : all)
-      if (!sink->done().count(mb.index)) todo_ids.push_back(mb.index);
-  }
-  auto plans = boot.allgather("cnet.run.todo", std::as_bytes(std::span(todo_ids)));
-  const auto& plan = plans.at(layout.writer());
-  std::vector<MicroBatch> todo;
-  for (std::size_t i = 0; i + sizeof(std::uint32_t) <= plan.size(); i += sizeof(std::uint32_t)) {
-    std::uint32_t id;
-    std::memcpy(&id, plan.data() + i, sizeof id);
-    todo.push_back(all.at(id));
-  }
+  auto todo = plan_work(boot, job, sink);
 
   std::optional<UcxChannel> channel;
   try {
@@ -215,88 +339,14 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
   } catch (const std::exception& e) {
     return fail(kStageFailure, std::string("cannot set up the data path: ") + e.what());
   }
-  UcxChannel& ch = *channel;
-  const unsigned S = layout.stages, R = layout.replicas, stage = layout.stage_of(me.rank), replica = layout.replica_of(me.rank);
   auto describe = [&](std::uint32_t rank) {
-    std::string s = "stage " + std::to_string(layout.stage_of(rank)) + "/" + std::to_string(S);
-    if (R > 1) s += " of replica " + std::to_string(layout.replica_of(rank));
-    return s + " (rank " + std::to_string(rank) + " on " + ch.hostname_of(rank) + ")";
+    std::string s = "stage " + std::to_string(job.layout.stage_of(rank)) + "/" + std::to_string(job.layout.stages);
+    if (job.layout.replicas > 1) s += " of replica " + std::to_string(job.layout.replica_of(rank));
+    return s + " (rank " + std::to_string(rank) + " on " + channel->hostname_of(rank) + ")";
   };
-
-  if (me.rank == 0) {
-    std::set<std::string> hosts;
-    for (std::uint32_t r = 0; r < me.size; ++r) hosts.insert(ch.hostname_of(r));
-    std::string host_list;
-    for (const auto& h : hosts) host_list += (host_list.empty() ? "" : ",") + h;
-    double total_cost = 0;
-    for (const auto& s : stages) total_cost += s.cost;
-    std::fprintf(stderr, "cnet-run %s: %u stage%s x %u replica%s on %s; %zu layers (width %zu -> %zu); %zu micro-batches of %zu rows; CPU, OpenBLAS %d thread%s\n",
-                 o.name.c_str(), S, S > 1 ? "s" : "", R, R > 1 ? "s" : "", host_list.c_str(), model.layers.size(), model.input_width(),
-                 model.output_width(), all.size(), o.micro_batch, o.blas_threads, o.blas_threads > 1 ? "s" : "");
-    for (unsigned s = 0; s < S; ++s)
-      std::fprintf(stderr, "  stage %u: layers %zu-%zu (%.0f%% of the work) on %s\n", s, stages[s].first, stages[s].last - 1,
-                   100 * stages[s].cost / total_cost, ch.hostname_of(layout.rank_of(0, s)).c_str());
-    if (todo.size() < all.size())
-      std::fprintf(stderr, "cnet-run %s: resuming: %zu of %zu micro-batches already done, %zu to go\n", o.name.c_str(),
-                   all.size() - todo.size(), all.size(), todo.size());
-    std::fflush(stderr);
-  }
-
-  struct Slot {
-    std::vector<float> rows;
-    std::unique_ptr<UcxChannel::Request> request;
-  };
-  std::array<Slot, 2> inbox, outbox;
-  const auto mine = share_of(todo, replica, R);
-  const std::size_t in_width = forward->input_width(), out_width = forward->output_width();
+  if (me.rank == 0) print_banner(o, job, *channel, todo.size());
   try {
-    auto post_receive = [&](std::size_t j) {
-      Slot& slot = inbox[j % 2];
-      slot.rows.resize(mine[j].rows * in_width);
-      slot.request = ch.recv(me.rank - 1, activation_tag(mine[j].index), bytes(slot.rows));
-    };
-    auto send = [&](std::size_t j, std::uint32_t peer, std::uint32_t tag, std::vector<float>& rows) {
-      Slot& slot = outbox[j % 2];
-      if (slot.request) ch.wait(*slot.request);  // the send from two micro-batches ago has left this buffer
-      slot.rows.swap(rows);
-      slot.request = ch.send(peer, tag, bytes(slot.rows));
-    };
-    if (stage > 0)
-      for (std::size_t j = 0; j < std::min<std::size_t>(2, mine.size()); ++j) post_receive(j);
-    if (sink) sink->start();
-    std::vector<float> result, gathered;
-    auto let_transfers_progress = [&] { ch.progress(); };
-    for (std::size_t j = 0; j < mine.size(); ++j) {
-      const MicroBatch& mb = mine[j];
-      std::span<const float> x;
-      if (stage == 0) {
-        x = input.data.subspan(mb.first_row * in_width, mb.rows * in_width);
-      } else {
-        ch.wait(*inbox[j % 2].request);
-        x = inbox[j % 2].rows;
-      }
-      forward->forward(x, mb.rows, result, let_transfers_progress);
-      if (stage > 0 && j + 2 < mine.size()) post_receive(j + 2);  // forward() has copied its input
-      if (stage + 1 < S) {
-        send(j, me.rank + 1, activation_tag(mb.index), result);
-      } else if (!writer) {
-        send(j, layout.writer(), output_tag(mb.index), result);
-      } else {
-        sink->put(mb, result);
-        for (unsigned h = 1; h < R; ++h) {  // the other replicas' rows of this round, in input order
-          std::size_t k = j * R + h;
-          if (k >= todo.size()) break;
-          gathered.resize(todo[k].rows * out_width);
-          ch.recv_blocking(layout.rank_of(h, S - 1), output_tag(todo[k].index), bytes(gathered));
-          sink->put(todo[k], gathered);
-        }
-      }
-    }
-    for (auto& slot : outbox)
-      if (slot.request) ch.wait(*slot.request);
-    // A sender whose last messages left its buffers may not exit before they are received: a peer
-    // that is gone fails every receive from it, delivered or not.
-    transport::Collectives(ch).barrier();
+    run_stage(*channel, job, todo, sink.get());
   } catch (const transport::PeerFailure& e) {
     return fail(kStageFailure, describe(e.rank()) + " failed: " + e.what() + "; the job stops (rerun with --resume to finish)");
   } catch (const std::exception& e) {
@@ -307,40 +357,15 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
   sink->flush();
   sink->line();
   double seconds = sink->elapsed();
-  double rate = sink->rows_this_run() / std::max(seconds, 1e-9);
+  double rate = static_cast<double>(sink->rows_this_run()) / std::max(seconds, 1e-9);
   std::fprintf(stderr, "cnet-run %s: done: %zu rows in %.2f s (%.0f rows/s) -> %s\n", o.name.c_str(), sink->rows_this_run(), seconds, rate,
                o.output.c_str());
-  nlohmann::json summary = {{"name", o.name}, {"ranks", me.size}, {"stages", S}, {"replicas", R},
-                            {"micro_batches", all.size()}, {"micro_batch_rows", o.micro_batch}, {"rows", input.rows},
+  nlohmann::json summary = {{"name", o.name}, {"ranks", me.size}, {"stages", job.layout.stages}, {"replicas", job.layout.replicas},
+                            {"micro_batches", job.all.size()}, {"micro_batch_rows", o.micro_batch}, {"rows", job.input.rows},
                             {"rows_this_run", sink->rows_this_run()}, {"seconds", seconds}, {"rows_per_second", rate},
                             {"output", o.output}};
-  int code = kOk;
-  if (o.verify) {
-    try {
-      sink.reset();
-      auto single = run_single_process(o.model, o.input, o.micro_batch);
-      SafetensorsFile produced(o.output);
-      std::vector<float> storage;
-      Verdict v = compare(produced.floats("output", storage), single.output, model.output_width());
-      double single_rate = input.rows / std::max(single.seconds, 1e-9);
-      if (v.identical) {
-        std::fprintf(stderr, "cnet-run %s: verify: bit-identical to one process running the whole model (%zu rows)\n", o.name.c_str(), input.rows);
-      } else {
-        std::fprintf(stderr, "cnet-run %s: verify: %zu of %zu values differ from one process (first in row %zu); max abs error %.3g, max rel error %.3g\n",
-                     o.name.c_str(), v.differing, single.output.size(), v.first_row, v.max_abs, v.max_rel);
-        if (o.verify_tolerance == 0 || !(v.max_rel <= o.verify_tolerance)) code = kVerifyMismatch;
-      }
-      if (todo.size() == all.size())  // a resumed run timed only part of the work
-        std::fprintf(stderr, "cnet-run %s: throughput: %.0f rows/s on %u ranks vs %.0f rows/s on one process: %.2fx\n", o.name.c_str(), rate,
-                     me.size, single_rate, rate / single_rate);
-      summary["verify"] = {{"identical", v.identical}, {"differing_values", v.differing}, {"max_abs_error", v.max_abs},
-                           {"max_rel_error", v.max_rel}, {"single_process_rows_per_second", single_rate},
-                           {"single_process_seconds", single.seconds}};
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "cnet-run %s: verify failed: %s\n", o.name.c_str(), e.what());
-      code = kVerifyMismatch;
-    }
-  }
+  sink.reset();
+  int code = o.verify ? verify_output(o, job, rate, todo.size() == job.all.size(), me.size, summary) : kOk;
   if (o.json) std::printf("%s\n", summary.dump(2).c_str());
   return code;
 }

@@ -8,12 +8,13 @@
 #include <algorithm>
 #include <map>
 
-#include "cnet/spank/text_lists.hpp"
+#include "cnet/common/text.hpp"
+#include "cnet/scheduling/cpu_binding.hpp"
 
 namespace cnet::launcher {
 namespace {
 
-using scheduling::split;
+using common::split;
 
 void set(LaunchPlan& plan, const std::string& name, const std::string& value) {
   for (auto& [n, v] : plan.variables)
@@ -84,7 +85,12 @@ LaunchPlan plan_launch(const LaunchRequest& r, const topology::NodeTopology* top
       }
       plan.warning = env.warning;
       for (const auto& [n, v] : env.variables) set(plan, n, v);
-      plan.cpus = env.cpus;
+      // Never wider than what Slurm gave the task: a cpuset or --cpu-bind keeps it inside.
+      plan.cpus = scheduling::bindable_cpus(env.cpus, r.allowed_cpus);
+      if (!env.cpus.empty() && plan.cpus.empty() && plan.warning.empty())
+        plan.warning = "--bind strict: none of the GPU's cores (" + common::compress_ranges(env.cpus) +
+                       ") are among this task's allowed CPUs; binding left as is";
+      if (!plan.cpus.empty()) set(plan, "CNET_CPU_BIND", common::compress_ranges(plan.cpus));
     }
   }
 
@@ -117,7 +123,7 @@ LaunchPlan plan_launch(const LaunchRequest& r, const topology::NodeTopology* top
     if (!r.cpus_per_task.empty() && std::all_of(r.cpus_per_task.begin(), r.cpus_per_task.end(), ::isdigit))
       threads = static_cast<unsigned>(std::stoul(r.cpus_per_task));
     else  // an even share of the node's CPUs, whatever cores the task is bound to
-      threads = r.cpus_available / std::max(p.local_size, 1u);
+      threads = static_cast<unsigned>(r.allowed_cpus.size()) / std::max(p.local_size, 1u);
     set(plan, "OMP_NUM_THREADS", num(std::max(threads, 1u)));
   }
   return plan;

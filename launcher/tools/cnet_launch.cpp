@@ -6,22 +6,22 @@
 #include <boost/program_options.hpp>
 
 #include <netinet/in.h>
-#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
 
-#include "cnet/version.hpp"
+#include "cnet/common/files.hpp"
+#include "cnet/common/text.hpp"
+#include "cnet/common/version.hpp"
 #include "cnet/launcher/launch_plan.hpp"
-#include "cnet/spank/text_lists.hpp"
+#include "cnet/scheduling/cpu_binding.hpp"
 #include "cnet/topology/discover.hpp"
 #include "cnet/topology/emit.hpp"
 
@@ -56,12 +56,8 @@ int reserve_port(const std::string& address, unsigned& port) {
 std::optional<topology::NodeTopology> node_topology(std::string& problem) {
   try {
     std::string cached = env_or("CNET_TOPOLOGY");  // the SPANK plugin's per-node cache
-    if (!cached.empty()) {
-      std::ifstream in(cached);
-      std::stringstream s;
-      s << in.rdbuf();
-      if (in) return topology::from_json(s.str());
-    }
+    if (!cached.empty())
+      if (auto text = common::read_file_if_exists(cached, 64u << 20)) return topology::from_json(*text);
     return topology::discover();
   } catch (const std::exception& e) {
     problem = e.what();
@@ -72,7 +68,7 @@ std::optional<topology::NodeTopology> node_topology(std::string& problem) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (cnet::print_version_if_asked(argc, argv, "cnet-launch")) return 0;
+  if (cnet::common::print_version_if_asked(argc, argv, "cnet-launch")) return 0;
   // The command starts at "--" or at the first argument that is not one of ours.
   static const std::set<std::string> with_value = {"--bind", "--gpu-bind", "--master-addr", "--master-iface", "--master-port", "--timeout"};
   int split = argc;
@@ -109,7 +105,7 @@ int main(int argc, char** argv) {
     if (!bind_mode) throw po::error("--bind must be none, closest or strict, not '" + bind + "'");
     if (gpu_bind != "visible" && gpu_bind != "single") throw po::error("--gpu-bind must be visible or single");
     if (master_port > 65535) throw po::error("--master-port must be below 65536");
-    if (!master_iface.empty() && !scheduling::plain_value(master_iface, 15)) throw po::error("--master-iface must be an interface name");
+    if (!master_iface.empty() && !common::plain_value(master_iface, 15)) throw po::error("--master-iface must be an interface name");
     if (command_at >= argc && !vm.count("dry-run")) throw po::error("no command to run: cnet-launch [options] -- command [args...]");
   } catch (const po::error& e) {
     std::cerr << "cnet-launch: " << e.what() << "\n" << opts;
@@ -129,12 +125,12 @@ int main(int argc, char** argv) {
       port_fd = reserve_port(addr, master_port);
       master = addr + " " + std::to_string(master_port);
     }
-    auto masters = boot->allgather("cnet.launch.master", transport::as_bytes(master));
-    std::string chosen(reinterpret_cast<const char*>(masters[0].data()), masters[0].size());
-    request.master_addr = chosen.substr(0, chosen.find(' '));
-    request.master_port = static_cast<unsigned>(std::stoul(chosen.substr(chosen.find(' ') + 1)));
-    for (const auto& h : boot->allgather("cnet.launch.host", transport::as_bytes(request.placement.hostname)))
-      request.rank_hosts.emplace_back(reinterpret_cast<const char*>(h.data()), h.size());
+    std::string chosen = boot->allgather_text("cnet.launch.master", master).at(0);
+    auto space = chosen.find(' ');
+    if (space == std::string::npos) throw std::runtime_error("rank 0 published no MASTER_ADDR/MASTER_PORT");
+    request.master_addr = chosen.substr(0, space);
+    request.master_port = static_cast<unsigned>(std::stoul(chosen.substr(space + 1)));
+    request.rank_hosts = boot->allgather_text("cnet.launch.host", request.placement.hostname);
   } catch (const std::exception& e) {
     std::cerr << "cnet-launch: rendezvous failed: " << e.what() << "\n";
     return 3;
@@ -145,13 +141,11 @@ int main(int argc, char** argv) {
   request.master_iface = master_iface;
   request.cuda_visible_devices = env_or("CUDA_VISIBLE_DEVICES");
   std::string gpus = env_or("SLURM_STEP_GPUS", request.cuda_visible_devices);
-  if (auto parsed = scheduling::parse_index_list(gpus); parsed && !gpus.empty()) request.step_gpus = *parsed;
+  if (auto parsed = common::parse_ranges(gpus); parsed && !gpus.empty()) request.step_gpus = *parsed;
   request.nccl_topo_file = env_or("NCCL_TOPO_FILE");
   request.topology_path = env_or("CNET_TOPOLOGY");
-  request.allocated_rdma = scheduling::split(env_or("CNET_RDMA_DEVICES"));
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  request.cpus_available = sched_getaffinity(0, sizeof mask, &mask) == 0 ? static_cast<unsigned>(CPU_COUNT(&mask)) : 1;
+  request.allocated_rdma = common::split(env_or("CNET_RDMA_DEVICES"));
+  request.allowed_cpus = scheduling::allowed_cpus();
   request.cpus_per_task = env_or("SLURM_CPUS_PER_TASK");
   request.omp_num_threads = env_or("OMP_NUM_THREADS");
 
@@ -176,21 +170,15 @@ int main(int argc, char** argv) {
       std::ostringstream line;
       line << "rank " << me.rank << " on " << me.hostname << ":";
       for (const auto& [n, v] : plan.variables) line << " " << n << "=" << v;
-      if (!plan.cpus.empty()) line << " cpus=" << topology::compress_ranges(plan.cpus);
+      if (!plan.cpus.empty()) line << " cpus=" << common::compress_ranges(plan.cpus);
       std::cout << line.str() << std::endl;
     }
     return 0;
   }
 
   for (const auto& [n, v] : plan.variables) setenv(n.c_str(), v.c_str(), 1);
-  if (!plan.cpus.empty()) {
-    cpu_set_t bound;
-    CPU_ZERO(&bound);
-    for (unsigned c : plan.cpus) CPU_SET(c, &bound);
-    if (sched_setaffinity(0, sizeof bound, &bound) != 0)
-      std::cerr << "cnet-launch: rank " << me.rank << ": cannot bind to cpus " << topology::compress_ranges(plan.cpus) << ": "
-                << std::strerror(errno) << "\n";
-  }
+  if (!plan.cpus.empty())
+    if (auto why = scheduling::bind_within_allowed(plan.cpus); !why.empty()) std::cerr << "cnet-launch: rank " << me.rank << ": " << why << "\n";
   if (port_fd >= 0) close(port_fd);
   execvp(argv[command_at], argv + command_at);
   std::cerr << "cnet-launch: cannot run '" << argv[command_at] << "': " << std::strerror(errno) << "\n";

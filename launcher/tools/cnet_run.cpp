@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "cnet/version.hpp"
+#include "cnet/common/version.hpp"
 #include "cnet/launcher/inference_job.hpp"
 #include "cnet/launcher/model.hpp"
 #include "cnet/transport/bootstrap.hpp"
@@ -86,7 +86,7 @@ int make_files(const std::string& command, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (cnet::print_version_if_asked(argc, argv, "cnet-run")) return 0;
+  if (cnet::common::print_version_if_asked(argc, argv, "cnet-run")) return 0;
   if (argc > 1 && (std::string(argv[1]) == "make-model" || std::string(argv[1]) == "make-input"))
     return make_files(argv[1], argc - 1, argv + 1);
 

@@ -20,7 +20,7 @@
 #include "src/common/xstring.h"
 #include "src/plugins/gres/common/gres_common.h"
 
-#include "rdma_bridge.h"
+#include "cnet/scheduling/rdma_bridge.h"
 
 const char plugin_name[] = "Gres RDMA NIC plugin (cnet)";
 const char plugin_type[] = "gres/rdma";
@@ -28,7 +28,7 @@ const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
 static char gres_name[] = "rdma";
 static List gres_devices = NULL;
-/* Device names by GRES bitmap index, built by slurmd and sent on to slurmstepd. */
+/* Devices ("mlx5_0:1") by GRES bitmap index, built by slurmd and sent on to slurmstepd. */
 static char **device_names = NULL;
 static uint32_t device_name_count = 0;
 
@@ -95,7 +95,7 @@ extern int gres_p_node_config_load(List gres_conf_list, node_config_load_t *conf
 			xrecalloc(device_names, dev->index + 1, sizeof(char *));
 			device_name_count = dev->index + 1;
 		}
-		char *name = cnet_rdma_device_name(dev->path, type_of(gres_conf_list, dev->path));
+		char *name = cnet_rdma_device_port(dev->path, type_of(gres_conf_list, dev->path));
 		device_names[dev->index] = xstrdup(name);
 		free(name);
 		debug("%s: device %d %s is %s", plugin_type, dev->index, dev->path, device_names[dev->index]);

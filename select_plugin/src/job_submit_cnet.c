@@ -16,7 +16,7 @@
 #include "src/common/xstring.h"
 #include "src/slurmctld/slurmctld.h"
 
-#include "template_bridge.h"
+#include "cnet/scheduling/template_bridge.h"
 
 const char plugin_name[] = "cnet resource templates";
 const char plugin_type[] = "job_submit/cnet";

@@ -6,7 +6,6 @@
 //                 [hwloc_xml=FILE] [sysfs_root=DIR]   (the last two point discovery at a fixture, for tests)
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,16 +13,17 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "cnet/spank/stale_step_state.hpp"
-#include "cnet/spank/task_environment.hpp"
-#include "cnet/spank/template_catalog.hpp"
-#include "cnet/spank/text_lists.hpp"
+#include "cnet/common/files.hpp"
+#include "cnet/common/host.hpp"
+#include "cnet/common/text.hpp"
+#include "cnet/scheduling/cpu_binding.hpp"
+#include "cnet/scheduling/stale_step_state.hpp"
+#include "cnet/scheduling/task_environment.hpp"
+#include "cnet/scheduling/template_catalog.hpp"
 #include "cnet/topology/check.hpp"
 #include "cnet/topology/discover.hpp"
 #include "cnet/topology/emit.hpp"
@@ -42,6 +42,8 @@ extern const unsigned int spank_plugin_version = 1;
 
 namespace {
 using namespace cnet::scheduling;
+using cnet::common::hostname;
+using cnet::common::plain_value;
 namespace topo = cnet::topology;
 
 constexpr int kOk = 0, kFail = -1;
@@ -95,12 +97,6 @@ bool parse_args(int ac, char** av) {
   return true;
 }
 
-std::string hostname() {
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  return host;
-}
-
 std::string cache_path() { return g_args.cache_dir + "/topology-" + hostname() + ".json"; }
 
 topo::NodeTopology discover_node() {
@@ -116,23 +112,14 @@ topo::NodeTopology discover_node() {
 void write_topology_cache() {
   std::filesystem::create_directories(g_args.cache_dir);
   chmod(g_args.cache_dir.c_str(), 0755);
-  std::string path = cache_path(), tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << topo::to_json(discover_node());
-    if (!out.flush()) throw std::runtime_error("cannot write " + tmp);
-  }
-  chmod(tmp.c_str(), 0644);
-  std::filesystem::rename(tmp, path);
-  slurm_info("cnet: node topology cached in %s", path.c_str());
+  cnet::common::write_file_atomically(cache_path(), topo::to_json(discover_node()), 0644);
+  slurm_info("cnet: node topology cached in %s", cache_path().c_str());
 }
 
 topo::NodeTopology read_topology_cache() {
-  std::ifstream in(cache_path());
-  if (!in) return discover_node();  // slurmd could not write it: discover now rather than fail the job
-  std::stringstream text;
-  text << in.rdbuf();
-  return topo::from_json(text.str());
+  auto text = cnet::common::read_file_if_exists(cache_path(), 64u << 20);
+  if (!text) return discover_node();  // slurmd could not write it: discover now rather than fail the job
+  return topo::from_json(*text);
 }
 
 // ---- option callbacks: run in the client (remote == 0) and again in slurmstepd (remote == 1) ----
@@ -264,19 +251,6 @@ void print_to_task(const std::string& line) {
   (void)ignored;
 }
 
-// Binds the calling task to `cpus`, never widening what Slurm already gave it.
-void bind_cpus(const std::vector<unsigned>& cpus) {
-  cpu_set_t allowed, wanted;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
-  CPU_ZERO(&wanted);
-  for (unsigned c : cpus)
-    if (c < CPU_SETSIZE && CPU_ISSET(c, &allowed)) CPU_SET(c, &wanted);
-  if (CPU_COUNT(&wanted) == 0) {
-    print_to_task("--cnet-bind=strict: none of the GPU's cores are in this task's allowed CPUs; binding left as is");
-    return;
-  }
-  sched_setaffinity(0, sizeof wanted, &wanted);
-}
 
 // In slurmstepd, before mpi/pmix sets the step up: remove what an earlier run of this very step left
 // on the node (a requeued job whose node died under it), which would otherwise fail the launch.
@@ -288,8 +262,7 @@ void clear_stale_pmix_state(spank_t sp) {
     return;
   const auto* conf = static_cast<const slurm_conf_t*>(dlsym(RTLD_DEFAULT, "slurm_conf"));
   if (!conf || !conf->slurmd_spooldir) return;
-  std::string node = hostname();
-  node = node.substr(0, node.find('.'));
+  std::string node = cnet::common::short_hostname();
   try {
     auto paths = pmix_step_paths(conf->slurmd_spooldir, conf->tmp_fs ? conf->tmp_fs : "", node, uid, job, step);
     for (const auto& p : remove_stale_pmix_state(paths))
@@ -297,6 +270,21 @@ void clear_stale_pmix_state(spank_t sp) {
   } catch (const std::exception& e) {
     slurm_error("cnet: %s; mpi/pmix may fail to start this step", e.what());
   }
+}
+
+// --cnet-check looks at the NICs as they are now (fresh discovery, not the cache), once per node and
+// step; every task then reports the same verdict.
+std::vector<std::string> check_this_node() {
+  std::optional<topo::NodeTopology> now;
+  try {
+    now = discover_node();
+  } catch (const std::exception& e) {
+    return {std::string("--cnet-check cannot look at this node's NICs: ") + e.what()};
+  }
+  std::vector<std::string> lines;
+  for (const auto& f : topo::check_links(*now))
+    if (f.link_fault) lines.push_back("--cnet-check: " + f.subject + ": " + f.problem + " -- fix: " + f.fix);
+  return lines;
 }
 
 }  // namespace
@@ -336,21 +324,6 @@ int slurm_spank_init_post_opt(spank_t sp, int, char**) {
       spank_job_control_setenv(sp, "CNET_TEMPLATE", g_options.template_name.c_str(), 1);
     return kOk;
   });
-}
-
-// --cnet-check looks at the NICs as they are now (fresh discovery, not the cache), once per node and
-// step; every task then reports the same verdict.
-std::vector<std::string> check_this_node() {
-  std::optional<topo::NodeTopology> now;
-  try {
-    now = discover_node();
-  } catch (const std::exception& e) {
-    return {std::string("--cnet-check cannot look at this node's NICs: ") + e.what()};
-  }
-  std::vector<std::string> lines;
-  for (const auto& f : topo::check_links(*now))
-    if (f.link_fault) lines.push_back("--cnet-check: " + f.subject + ": " + f.problem + " -- fix: " + f.fix);
-  return lines;
 }
 
 int slurm_spank_user_init(spank_t sp, int, char**) {
@@ -403,7 +376,7 @@ int slurm_spank_task_init(spank_t sp, int, char**) {
     std::string gpus = getenv_of(sp, "SLURM_STEP_GPUS");
     if (gpus.empty()) gpus = getenv_of(sp, "CUDA_VISIBLE_DEVICES");
     if (!gpus.empty()) {
-      auto parsed = parse_index_list(gpus);
+      auto parsed = cnet::common::parse_ranges(gpus);
       if (!parsed) {
         print_to_task("cannot read the step's GPU list '" + gpus.substr(0, 64) + "'; GPU binding skipped");
       } else {
@@ -419,7 +392,7 @@ int slurm_spank_task_init(spank_t sp, int, char**) {
     request.topology_path = g_topology_path;
     request.nccl_topo_file = g_nccl_topo_file;
     if (std::string rdma = getenv_of(sp, "CNET_RDMA_DEVICES"); plain_value(rdma, 1024))
-      request.allocated_rdma = cnet::scheduling::split(rdma);
+      request.allocated_rdma = cnet::common::split(rdma);
     request.inherited_nics = !getenv_of(sp, "CNET_NICS").empty();
 
     TaskEnvironment env = plan_task_environment(*g_step_topology, request);
@@ -430,7 +403,8 @@ int slurm_spank_task_init(spank_t sp, int, char**) {
     if (!env.warning.empty() && local_task == 0) print_to_task(env.warning);
     for (const auto& name : env.unset) spank_unsetenv(sp, name.c_str());
     for (const auto& [name, value] : env.variables) spank_setenv(sp, name.c_str(), value.c_str(), 1);
-    if (!env.cpus.empty()) bind_cpus(env.cpus);
+    if (!env.cpus.empty())
+      if (auto why = bind_within_allowed(env.cpus); !why.empty()) print_to_task("--cnet-bind=strict: " + why);
     return kOk;
   });
 }

@@ -8,12 +8,13 @@ perf() { on_cluster srun --mpi=pmix --cnet-bind=none -N2 "$@"; }
 
 out=$(perf "$CNET_BIN/cnet-perf" p2p --max-size 1048576 --iters 50 --save-baseline "$work/base.json")
 echo "$out"
-expect_eq "$(grep -cE '^ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' <<<"$out")" 9 "p2p rows for 8 B..1 MiB"
-/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["mode"]=="p2p" and len(r["results"])==9 and all(x["bandwidth_gbytes"]>0 and x["latency_p99_us"]>=x["latency_p50_us"] for x in r["results"])' "$work/base.json" ||
+expect_eq "$(grep -cE '^ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' <<<"$out")" 9 "p2p rows for 8 B..1 MiB"
+grep -q '^#  *size  *bandwidth  *bandwidth  *lat.avg  *lat.p50  *lat.p99$' <<<"$out" || fail "p2p header: $out"
+/usr/bin/python3 -c 'import json,sys; b=json.load(open(sys.argv[1])); r=b["reports"][0]; assert b["schema"]=="cnet.perf.baseline/v1" and r["mode"]=="p2p" and len(r["results"])==9 and all(x["bandwidth_gbytes"]>0 and x["latency_p99_us"]>=x["latency_p50_us"] for x in r["results"])' "$work/base.json" ||
   fail "baseline JSON is not a sane p2p report"
 
 # Baselines 100x slower and 100x faster than this link: far outside any noise of a shared machine.
-scale() { /usr/bin/python3 -c 'import json,sys; f=float(sys.argv[2]); r=json.load(open(sys.argv[1])); [x.update(bandwidth_gbytes=x["bandwidth_gbytes"]*f, latency_p50_us=x["latency_p50_us"]/f) for x in r["results"]]; json.dump(r,open(sys.argv[1],"w"))' "$work/base.json" "$1"; }
+scale() { /usr/bin/python3 -c 'import json,sys; f=float(sys.argv[2]); b=json.load(open(sys.argv[1])); [x.update(bandwidth_gbytes=x["bandwidth_gbytes"]*f, latency_p50_us=x["latency_p50_us"]/f) for x in b["reports"][0]["results"]]; json.dump(b,open(sys.argv[1],"w"))' "$work/base.json" "$1"; }
 scale 0.01
 perf "$CNET_BIN/cnet-perf" p2p --max-size 1048576 --iters 50 --compare-baseline "$work/base.json" ||
   fail "a link 100x faster than its baseline counted as a regression"
@@ -23,9 +24,14 @@ if err=$(perf "$CNET_BIN/cnet-perf" p2p --max-size 1048576 --iters 50 --compare-
 fi
 [[ $err == *"regressed: 512 KiB: bandwidth"* && $err == *"regressed: 8 B: bandwidth"* ]] || fail "regressed sizes not named: $err"
 
-out=$(perf -n4 "$CNET_BIN/cnet-perf" allreduce --min-size 1024 --max-size 262144 --iters 20 --json)
-/usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["ranks"]==4 and len(r["results"])==5; assert all(abs(x["bus_gbytes"]-1.5*x["bandwidth_gbytes"])<1e-9 for x in r["results"]), r' <<<"$out" ||
-  fail "allreduce JSON wrong: $out"
+# Every size's result is checked against the expected sum: exact (rank order) in deterministic mode.
+for reduce in fast deterministic; do
+  out=$(perf -n4 "$CNET_BIN/cnet-perf" allreduce --reduce $reduce --min-size 1024 --max-size 262144 --iters 20 --json)
+  /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["ranks"]==4 and len(r["results"])==5; assert all(abs(x["bus_gbytes"]-1.5*x["bandwidth_gbytes"])<1e-9 and x["wrong"]==0 for x in r["results"]), r' <<<"$out" ||
+    fail "allreduce --reduce $reduce JSON wrong: $out"
+done
+out=$(perf -n2 "$CNET_BIN/cnet-perf" allreduce --min-size 64 --max-size 64 --iters 5)
+grep -q '#wrong' <<<"$out" && grep -Eq '^ +64 +16 .* 0$' <<<"$out" || fail "allreduce table has no #wrong column: $out"
 
 rc=0
 "$CNET_BIN/cnet-perf" p2p --tolerance 2 >/dev/null 2>&1 || rc=$?

@@ -14,8 +14,8 @@ out=$(doctor_job --save-baseline "$work/baseline.json") || fail "a healthy job: 
 echo "$out"
 grep -Eq '^cn1 +(pass|warn) +\(rank 0\)' <<<"$out" || fail "no row for cn1"
 grep -Eq '^cn2 +(pass|warn) +[0-9.]+ +[0-9.]+ *$' <<<"$out" || fail "cn2's row has no pair test or shows a problem"
-/usr/bin/python3 -c 'import json,sys; b=json.load(open(sys.argv[1])); assert b["cn2"]["gbytes"] > 0' "$work/baseline.json" ||
-  fail "baseline not saved"
+/usr/bin/python3 -c 'import json,sys; b=json.load(open(sys.argv[1])); r=b["reports"][0]; assert r["hosts"]==["cn1","cn2"] and r["results"][-1]["bandwidth_gbytes"] > 0' "$work/baseline.json" ||
+  fail "baseline not saved in cnet-perf's baseline format"
 
 port=$(sed -n 's/^SlurmdPort=//p' "$CNET_MINICLUSTER_DIR/etc/slurm.conf")
 echo "-A INPUT -p tcp --dport $port -j REJECT" >"$work/rules.cn2"
@@ -25,9 +25,11 @@ expect_eq "$rc" 1 "exit code with a failing node"
 grep -Eq "^cn2 +fail .*firewall: .*blocks Slurm port $port" <<<"$out" || fail "cn2's failure not shown: $out"
 rm "$work/rules.cn2"
 
-echo '{"cn2": {"gbytes": 1000, "p99_us": 1}}' >"$work/fast.json"
+# The same baseline, 1000x faster than any link here: cn2's link is named as regressed.
+/usr/bin/python3 -c 'import json,sys; b=json.load(open(sys.argv[1])); [x.update(bandwidth_gbytes=x["bandwidth_gbytes"]*1000) for x in b["reports"][0]["results"]]; json.dump(b,open(sys.argv[2],"w"))' \
+  "$work/baseline.json" "$work/fast.json"
 rc=0
 out=$(doctor_job --compare-baseline "$work/fast.json") || rc=$?
 expect_eq "$rc" 1 "exit code when a link is slower than its baseline"
-grep -q "^cn2 .*bandwidth to rank 0 .* GB/s, baseline 1000" <<<"$out" || fail "the slow link is not named: $out"
+grep -q "^cn2 .*link to rank 0: 1 MiB: bandwidth .* GB/s vs .* GB/s in the baseline" <<<"$out" || fail "the slow link is not named: $out"
 echo ok

@@ -20,7 +20,7 @@ out=$("$CNET_BIN/cnet-perf" -c --server-ip 127.0.0.1 --port $port --max-size 409
 echo "$out"
 wait $server || fail "the server failed: $(cat "$log")"
 cat "$log"
-rows='^ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$'
+rows='^ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$'
 [[ $(grep -cE "$rows" <<<"$out") == 5 ]] || fail "client did not print 5 sizes (8 B..2 KiB)"
 [[ $(grep -cE "$rows" "$log") == 5 ]] || fail "server did not print 5 sizes"
 [[ $(grep -c 'rejected a connection from 127.0.0.1' "$log") -ge 3 ]] || fail "bad connections not all reported"

@@ -1,7 +1,6 @@
 #include "cnet/topology/discover.hpp"
 
 #include <hwloc.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,6 +11,7 @@
 #include <memory>
 #include <regex>
 
+#include "cnet/common/host.hpp"
 #include "cnet/topology/nvml.hpp"
 #include "cnet/topology/sysfs.hpp"
 
@@ -338,10 +338,7 @@ NodeTopology discover(const DiscoveryOptions& options) {
 
   hwloc_obj_t root = hwloc_get_root_obj(t);
   topo.hostname = info(root, "HostName");
-  if (!options.hwloc_xml) {
-    char host[256] = {};
-    if (gethostname(host, sizeof host - 1) == 0) topo.hostname = host;
-  }
+  if (!options.hwloc_xml) topo.hostname = common::hostname();
   topo.cpu.arch = nccl_arch(info(root, "Architecture"));
   hwloc_obj_t package = hwloc_get_obj_by_type(t, HWLOC_OBJ_PACKAGE, 0);
   topo.cpu.vendor = info(package, "CPUVendor");

@@ -3,7 +3,9 @@
 // round-trips.
 #include <nlohmann/json.hpp>
 
+#include "cnet/common/text.hpp"
 #include "cnet/topology/emit.hpp"
+#include "cnet/topology/features.hpp"
 #include "cnet/topology/paths.hpp"
 
 namespace cnet::topology {
@@ -27,7 +29,7 @@ json locality_json(const Locality& l) {
     path.push_back({{"id", hop.id}, {"host_bridge", hop.host_bridge}, {"bus_id", hop.bus_id}, {"class", hex4(hop.class_id)},
                     {"vendor", hex4(hop.vendor_id)}, {"device", hex4(hop.device_id)}, {"link_gbytes_per_s", hop.link_gbytes_per_s}});
   return {{"numa_node", l.numa_node}, {"nodeset", l.nodeset}, {"cpuset", l.cpuset}, {"cpumask", l.cpumask},
-          {"cores", compress_ranges(l.cores)}, {"pci_path", path}};
+          {"cores", common::compress_ranges(l.cores)}, {"pci_path", path}};
 }
 
 json pci_json(const PciIdentity& p) {
@@ -47,13 +49,10 @@ Locality locality_from(const json& j) {
                           static_cast<std::uint16_t>(from_hex(h.at("vendor"))), static_cast<std::uint16_t>(from_hex(h.at("device"))),
                           h.at("link_gbytes_per_s")});
   std::string cores = j.at("cores");
-  for (std::size_t start = 0; start < cores.size();) {
-    std::size_t comma = cores.find(',', start), dash = cores.find('-', start);
-    std::size_t end = comma == std::string::npos ? cores.size() : comma;
-    unsigned lo = static_cast<unsigned>(std::stoul(cores.substr(start, end - start)));
-    unsigned hi = dash != std::string::npos && dash < end ? static_cast<unsigned>(std::stoul(cores.substr(dash + 1, end - dash - 1))) : lo;
-    for (unsigned c = lo; c <= hi; ++c) l.cores.push_back(c);
-    start = end + 1;
+  if (!cores.empty()) {
+    auto parsed = common::parse_ranges(cores, 1u << 20);
+    if (!parsed) throw TopologyError("damaged topology JSON: cores '" + common::printable(cores, 64) + "' is not a list like 0-3,8");
+    l.cores = std::move(*parsed);
   }
   return l;
 }

@@ -3,8 +3,9 @@
 #include <set>
 #include <sstream>
 
+#include "cnet/common/text.hpp"
 #include "cnet/topology/emit.hpp"
-#include "cnet/topology/paths.hpp"
+#include "cnet/topology/features.hpp"
 
 namespace cnet::topology {
 namespace {
@@ -36,7 +37,7 @@ std::string to_gres_conf(const NodeTopology& topo) {
   out << "# gres.conf for " << (topo.hostname.empty() ? "this node" : topo.hostname) << ", written by cnet-topo\n";
   for (const auto& g : topo.gpus) {
     out << node_prefix(topo) << "Name=gpu Type=" << gres_type(g.model) << " File=/dev/nvidia" << g.minor;
-    if (!g.locality.cores.empty()) out << " Cores=" << compress_ranges(g.locality.cores);
+    if (!g.locality.cores.empty()) out << " Cores=" << common::compress_ranges(g.locality.cores);
     if (topo.gpus.size() > 1) {
       // Slurm's Links: entry i is the number of direct links to GPU i (bus id order), -1 for itself.
       out << " Links=";
@@ -56,7 +57,7 @@ std::string to_gres_conf(const NodeTopology& topo) {
     // The device's own uverbs node; without sysfs (an hwloc export alone) the n-th is the best guess.
     std::string verbs = rdma[i]->verbs_device.empty() ? "uverbs" + std::to_string(i) : rdma[i]->verbs_device;
     out << node_prefix(topo) << "Name=rdma Type=" << rdma[i]->rdma_device << " File=/dev/infiniband/" << verbs;
-    if (!rdma[i]->locality.cores.empty()) out << " Cores=" << compress_ranges(rdma[i]->locality.cores);
+    if (!rdma[i]->locality.cores.empty()) out << " Cores=" << common::compress_ranges(rdma[i]->locality.cores);
     out << '\n';
   }
   return out.str();
@@ -77,17 +78,13 @@ std::string to_node_features(const NodeTopology& topo) {
 
   std::ostringstream out;
   out << "NodeName=" << (topo.hostname.empty() ? "NODE" : topo.hostname);
-  std::string gres;
-  for (const auto& [type, count] : gpu_types) gres += (gres.empty() ? "" : ",") + ("gpu:" + type + ":" + std::to_string(count));
+  std::vector<std::string> gres;
+  for (const auto& [type, count] : gpu_types) gres.push_back("gpu:" + type + ":" + std::to_string(count));
   // Typed like the gres.conf lines (Type=<rdma device>): Slurm drops gres.conf types slurm.conf lacks,
   // and gres/rdma names each allocated NIC by its type.
-  for (const Nic* n : rdma_nics(topo)) gres += (gres.empty() ? "" : ",") + ("rdma:" + n->rdma_device + ":1");
-  if (!gres.empty()) out << " Gres=" << gres;
-  if (!features.empty()) {
-    out << " Features=";
-    bool first = true;
-    for (const auto& f : features) out << (first ? "" : ",") << f, first = false;
-  }
+  for (const Nic* n : rdma_nics(topo)) gres.push_back("rdma:" + n->rdma_device + ":1");
+  if (!gres.empty()) out << " Gres=" << common::join(gres, ",");
+  if (!features.empty()) out << " Features=" << common::join({features.begin(), features.end()}, ",");
   out << '\n';
   return out.str();
 }

@@ -1,7 +1,10 @@
 #include "cnet/topology/sysfs.hpp"
 
 #include <algorithm>
-#include <fstream>
+#include <sstream>
+
+#include "cnet/common/files.hpp"
+#include "cnet/common/text.hpp"
 #include <regex>
 #include <system_error>
 
@@ -9,12 +12,15 @@ namespace cnet::topology {
 namespace fs = std::filesystem;
 namespace {
 
+// The first line of a small sysfs/procfs file, trimmed; nullopt when it is missing or unreadable.
 std::optional<std::string> read_line(const fs::path& p) {
-  std::ifstream in(p);
-  std::string line;
-  if (!in || !std::getline(in, line)) return std::nullopt;
-  while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
-  return line;
+  try {
+    auto text = common::read_file_if_exists(p, 1 << 16);
+    if (!text) return std::nullopt;
+    return common::trim(text->substr(0, text->find('\n')));
+  } catch (const common::FileError&) {
+    return std::nullopt;
+  }
 }
 
 std::optional<long> read_number(const fs::path& p) {
@@ -121,8 +127,18 @@ std::string SysfsReader::verbs_device_of(const std::string& rdma_device) const {
   return found.empty() ? "" : found.front();
 }
 
+std::string SysfsReader::rdma_device_of_verbs(const std::string& verbs_device) const {
+  if (verbs_device.empty() || verbs_device.find('/') != std::string::npos || verbs_device[0] == '.') return "";
+  return read_line(path("sys/class/infiniband_verbs/" + verbs_device + "/ibdev")).value_or("");
+}
+
 std::optional<unsigned> SysfsReader::nvidia_minor(const std::string& bus_id) const {
-  std::ifstream in(path("proc/driver/nvidia/gpus/" + bus_id + "/information"));
+  std::optional<std::string> text;
+  try {
+    text = common::read_file_if_exists(path("proc/driver/nvidia/gpus/" + bus_id + "/information"), 1 << 16);
+  } catch (const common::FileError&) {
+  }
+  std::istringstream in(text.value_or(""));
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind("Device Minor:", 0) == 0) {

@@ -2,13 +2,12 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
 
-#include "cnet/version.hpp"
+#include "cnet/common/files.hpp"
+#include "cnet/common/version.hpp"
 #include "cnet/topology/check.hpp"
 #include "cnet/topology/discover.hpp"
 #include "cnet/topology/emit.hpp"
@@ -25,22 +24,10 @@ const char* kUsageText =
     "       cnet-topo check [--hwloc-xml F] [--sysfs-root D] [--min-rate-gbps N] [--json]\n"
     "exit: 0 ok (check: no findings), 1 check found problems, 2 bad arguments or unreadable input\n";
 
-// Writes next to the target and renames, so readers (slurmd, NCCL) never see half a file.
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  auto tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << text;
-    if (!out.flush()) throw TopologyError("cannot write '" + tmp.string() + "'");
-  }
-  std::filesystem::rename(tmp, path);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (cnet::print_version_if_asked(argc, argv, "cnet-topo")) return 0;
+  if (cnet::common::print_version_if_asked(argc, argv, "cnet-topo")) return 0;
   po::options_description opts("options");
   opts.add_options()("help,h", "show this help")("version", "print the version")
       ("format,f", po::value<std::string>()->default_value("matrix"), "json, gres, features, nccl or matrix")
@@ -109,7 +96,7 @@ int main(int argc, char** argv) {
     } else {
       text = format->second(topo);
     }
-    if (vm.count("output")) write_file(vm["output"].as<std::string>(), text);
+    if (vm.count("output")) cnet::common::write_file_atomically(vm["output"].as<std::string>(), text);
     else std::cout << text;
     return rc;
   } catch (const std::exception& e) {

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "cnet/common/host.hpp"
+
 namespace cnet::transport {
 namespace {
 
@@ -89,10 +91,14 @@ struct PmixBootstrap::PmixState {
 
 std::span<const std::byte> as_bytes(std::string_view text) { return std::as_bytes(std::span(text.data(), text.size())); }
 
+std::vector<std::string> Bootstrap::allgather_text(std::string_view key, std::string_view mine) {
+  std::vector<std::string> out;
+  for (const auto& blob : allgather(key, as_bytes(mine))) out.emplace_back(reinterpret_cast<const char*>(blob.data()), blob.size());
+  return out;
+}
+
 SingleProcessBootstrap::SingleProcessBootstrap() {
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  placement_.hostname = host;
+  placement_.hostname = common::hostname();
   placement_.job_id = "single." + std::to_string(getpid());
 }
 

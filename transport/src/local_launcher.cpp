@@ -17,6 +17,8 @@
 #include <mutex>
 #include <thread>
 
+#include "cnet/common/host.hpp"
+#include "cnet/common/text.hpp"
 #include "cnet/transport/bootstrap.hpp"
 
 namespace cnet::transport {
@@ -80,9 +82,9 @@ pmix_status_t on_direct_modex(const pmix_proc_t*, const pmix_info_t[], size_t, p
 }
 
 std::string joined_ranks(unsigned n) {
-  std::string s;
-  for (unsigned r = 0; r < n; ++r) s += (r ? "," : "") + std::to_string(r);
-  return s;
+  std::vector<std::string> ranks;
+  for (unsigned r = 0; r < n; ++r) ranks.push_back(std::to_string(r));
+  return common::join(ranks, ",");
 }
 
 void stop_all(const std::vector<pid_t>& pids) {
@@ -134,12 +136,11 @@ int run_local(const LocalLaunch& launch) {
   PMIX_INFO_LOAD(&init_info[1], PMIX_SYSTEM_TMPDIR, tmpdir.c_str(), PMIX_STRING);
   check(PMIx_server_init(&module, init_info, 2), "PMIx_server_init");
 
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
+  std::string host = common::hostname();
   pmix_nspace_t nspace;
   PMIX_LOAD_NSPACE(nspace, ("cnet.local." + std::to_string(getpid())).c_str());
   char *node_map = nullptr, *proc_map = nullptr;
-  check(PMIx_generate_regex(host, &node_map), "PMIx_generate_regex");
+  check(PMIx_generate_regex(host.c_str(), &node_map), "PMIx_generate_regex");
   check(PMIx_generate_ppn(joined_ranks(launch.ranks).c_str(), &proc_map), "PMIx_generate_ppn");
 
   std::uint32_t n = launch.ranks, one = 1;

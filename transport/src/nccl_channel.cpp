@@ -30,9 +30,9 @@ NcclChannel::NcclChannel(Bootstrap& bootstrap, int device)
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   ncclUniqueId id{};
   if (rank_ == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-  auto ids = bootstrap.allgather("cnet.nccl.id", std::as_bytes(std::span(&id, 1)));
-  if (ids.at(0).size() != sizeof id) throw TransportError("rank 0 published a damaged NCCL id");
-  std::memcpy(&id, ids[0].data(), sizeof id);
+  auto ids = bootstrap.allgather_values("cnet.nccl.id", std::span<const ncclUniqueId>(&id, 1));
+  if (ids.at(0).size() != 1) throw TransportError("rank 0 published a damaged NCCL id");
+  id = ids[0][0];
   check_cuda(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking), "cudaStreamCreate");
   check_nccl(ncclCommInitRank(&state_->comm, static_cast<int>(size_), id, static_cast<int>(rank_)), "ncclCommInitRank");
 }

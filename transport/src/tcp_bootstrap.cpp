@@ -13,6 +13,8 @@
 #include <cstring>
 #include <thread>
 
+#include "cnet/common/host.hpp"
+
 namespace cnet::transport {
 namespace {
 
@@ -83,12 +85,6 @@ Blob receive_frame(int fd, std::string_view expected_key) {
   return blob;
 }
 
-std::string local_hostname() {
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  return host;
-}
-
 std::string peer_name(const sockaddr_storage& addr) {
   char host[NI_MAXHOST] = "?";
   getnameinfo(reinterpret_cast<const sockaddr*>(&addr), sizeof addr, host, sizeof host, nullptr, 0, NI_NUMERICHOST);
@@ -103,7 +99,7 @@ TcpBootstrap::TcpBootstrap(int fd, std::uint32_t rank) : fd_(fd) {
   placement_.local_size = 1;
   placement_.num_nodes = 2;
   placement_.node_id = rank;
-  placement_.hostname = local_hostname();
+  placement_.hostname = common::hostname();
   placement_.job_id = "tcp";
   int one = 1;
   setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

@@ -63,9 +63,7 @@ UcxChannel::UcxChannel(Bootstrap& bootstrap, UcxOptions options)
   auto* bytes = reinterpret_cast<const std::byte*>(address);
   ucx_->addresses = bootstrap.allgather("cnet.ucx.address", std::span(bytes, address_length));
   ucp_worker_release_address(ucx_->worker, address);
-  auto hostname = bootstrap.placement().hostname;
-  for (const auto& h : bootstrap.allgather("cnet.ucx.host", as_bytes(hostname)))
-    hosts_.emplace_back(reinterpret_cast<const char*>(h.data()), h.size());
+  hosts_ = bootstrap.allgather_text("cnet.ucx.host", bootstrap.placement().hostname);
 
   ucx_->endpoints.assign(size_, nullptr);
   ucx_->peer_status.assign(size_, UCS_OK);

@@ -49,11 +49,7 @@ struct FakeNode {
 
 }  // namespace
 
-TEST(Doctor, HostRanges) {
-  EXPECT_EQ(expand_host_range("cn[1-3,5]"), (std::vector<std::string>{"cn1", "cn2", "cn3", "cn5"}));
-  EXPECT_EQ(expand_host_range("gpu[08-10]"), (std::vector<std::string>{"gpu08", "gpu09", "gpu10"}));
-  EXPECT_EQ(expand_host_range("/dev/nvidia[0-1]"), (std::vector<std::string>{"/dev/nvidia0", "/dev/nvidia1"}));
-  EXPECT_EQ(expand_host_range("plain"), std::vector<std::string>{"plain"});
+TEST(Doctor, SlurmConfNodes) {
   auto nodes = slurm_conf_nodes("NodeName=DEFAULT CPUs=2\nNodeName=a[1-2] NodeAddr=10.0.0.[1-2] \\\n  CPUs=4\n");
   ASSERT_EQ(nodes.size(), 2u);
   EXPECT_EQ(nodes[1].name, "a2");
@@ -169,7 +165,7 @@ TEST(Doctor, SnapshotAndCompare) {
 TEST(Doctor, PrometheusVerdicts) {
   std::vector<CheckResult> r = {{"clock", Status::pass, "", ""}, {"swap", Status::warn, "", ""},
                                 {"nic mlx5_0", Status::fail, "", ""}, {"firewall", Status::skip, "", ""}};
-  std::string text = cnet::metrics::to_text(results_metrics("cn1", r, 1700000000));
+  std::string text = cnet::common::prometheus_text(results_metrics("cn1", r, 1700000000));
   EXPECT_NE(text.find("cnet_doctor_check_status{check=\"clock\",node=\"cn1\"} 0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("cnet_doctor_check_status{check=\"swap\",node=\"cn1\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("cnet_doctor_check_status{check=\"nic mlx5_0\",node=\"cn1\"} 2\n"), std::string::npos);

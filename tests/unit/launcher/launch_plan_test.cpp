@@ -25,7 +25,7 @@ LaunchRequest four_tasks(unsigned rank) {
   r.rank_hosts = {"n1", "n1", "n2", "n2"};
   r.master_addr = "10.0.0.1";
   r.master_port = 29500;
-  r.cpus_available = 32;
+  for (unsigned c = 0; c < 32; ++c) r.allowed_cpus.push_back(c);
   r.bind = cnet::scheduling::BindMode::none;
   return r;
 }
@@ -61,7 +61,7 @@ TEST(LaunchPlan, ThreadsFromSlurmOrUser) {
   r.omp_num_threads = "3";
   EXPECT_EQ(vars(plan_launch(r, nullptr))["OMP_NUM_THREADS"], "3");
   r = four_tasks(0);
-  r.cpus_available = 1;
+  r.allowed_cpus = {0};
   EXPECT_EQ(vars(plan_launch(r, nullptr))["OMP_NUM_THREADS"], "1");
 }
 
@@ -81,6 +81,24 @@ TEST(LaunchPlan, BindsEachTaskToItsGpusNicAndCores) {
   EXPECT_EQ(v["CUDA_VISIBLE_DEVICES"], "") << "visible: left as Slurm set it";
   EXPECT_EQ(plan.cpus.size(), 16u);
   EXPECT_EQ(v["RANK"], "1");
+}
+
+// Slurm confined the task to two CPUs of socket 1 (a cpuset or --cpu-bind): strict binding narrows
+// to those, never widens to the whole socket.
+TEST(LaunchPlan, StrictBindingStaysInsideTheTasksAllowedCpus) {
+  auto node = fixture("32em64t-2n8c2t-pci-wholeio.xml");
+  auto r = four_tasks(1);
+  r.bind = cnet::scheduling::BindMode::strict;
+  r.step_gpus = {1, 2};
+  r.allowed_cpus = {8, 9, 0};
+  auto plan = plan_launch(r, &node);
+  ASSERT_EQ(plan.error, "");
+  EXPECT_EQ(plan.cpus, (std::vector<unsigned>{8, 9}));
+  EXPECT_EQ(vars(plan)["CNET_CPU_BIND"], "8-9");
+  r.allowed_cpus = {0, 1};  // none of GPU2's cores: binding left alone, with a warning
+  plan = plan_launch(r, &node);
+  EXPECT_TRUE(plan.cpus.empty());
+  EXPECT_NE(plan.warning.find("binding left as is"), std::string::npos) << plan.warning;
 }
 
 TEST(LaunchPlan, SingleGpuBindNarrowsVisibleDevicesInTheTasksNumbering) {

@@ -1,24 +1,18 @@
 #pragma once
-// Scratch files for launcher tests: a fresh folder per test, removed afterwards.
+// Launcher tests: a scratch folder per test, and safetensors files built byte by byte.
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "../scratch_dir.hpp"
 
 namespace cnet::launcher::test {
 
 class ScratchDir : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("cnet-launcher-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
-            std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string path(const std::string& name) const { return scratch_.file(name); }
 
   // A safetensors file from a raw header and a data section of `data_bytes` zero bytes.
   std::string raw_file(const std::string& name, const std::string& header, std::size_t data_bytes) {
@@ -30,7 +24,7 @@ class ScratchDir : public ::testing::Test {
     return p;
   }
 
-  std::filesystem::path dir_;
+  cnet::testing::ScratchDir scratch_;
 };
 
 }  // namespace cnet::launcher::test

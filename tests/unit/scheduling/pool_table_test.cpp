@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cnet/spank/pool_table.hpp"
+#include "cnet/scheduling/pool_table.hpp"
 
 using namespace cnet::scheduling;
 

@@ -7,7 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "cnet/spank/stale_step_state.hpp"
+#include "../scratch_dir.hpp"
+#include "cnet/scheduling/stale_step_state.hpp"
 
 using namespace cnet::scheduling;
 namespace fs = std::filesystem;
@@ -25,7 +26,8 @@ int bound_socket(const fs::path& path, bool listening) {
 }
 
 struct StaleStepState : ::testing::Test {
-  fs::path root = fs::temp_directory_path() / ("cnet-stale-" + std::to_string(getpid()));
+  cnet::testing::ScratchDir scratch;
+  fs::path root = scratch.path();
   PmixStepPaths paths;
   void SetUp() override {
     fs::create_directories(root / "spool/cn2");
@@ -35,7 +37,6 @@ struct StaleStepState : ::testing::Test {
     std::ofstream(paths.server_dir / "sub/file") << "x";
     fs::create_directories(paths.client_dir);
   }
-  void TearDown() override { fs::remove_all(root); }
 };
 }  // namespace
 

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "cnet/spank/task_environment.hpp"
+#include "cnet/scheduling/task_environment.hpp"
 #include "../topology/test_support.hpp"
 
 using namespace cnet::scheduling;
@@ -13,21 +13,11 @@ topo::NodeTopology fixture(const std::string& name) { return topo::testing::load
 std::map<std::string, std::string> vars(const TaskEnvironment& env) { return {env.variables.begin(), env.variables.end()}; }
 }  // namespace
 
-TEST(OptionGrammar, PlainValuesOnly) {
-  EXPECT_TRUE(plain_value("closest"));
-  EXPECT_TRUE(plain_value("train-8gpu"));
-  for (const std::string& bad : std::vector<std::string>{"", "$(id)", "`id`", "a b", "a;b", "../x/", std::string("a\0b", 3), std::string(10240, 'x'), "a\nb"})
-    EXPECT_FALSE(plain_value(bad)) << bad;
+TEST(OptionGrammar, BindAndNetModes) {
   EXPECT_EQ(parse_bind("strict"), BindMode::strict);
   EXPECT_FALSE(parse_bind("Strict"));
   EXPECT_EQ(parse_net("auto"), NetMode::automatic);
   EXPECT_FALSE(parse_net(""));
-}
-
-TEST(OptionGrammar, GpuLists) {
-  EXPECT_EQ(parse_index_list("0,1,3"), (std::vector<unsigned>{0, 1, 3}));
-  EXPECT_EQ(parse_index_list("0-2,5"), (std::vector<unsigned>{0, 1, 2, 5}));
-  for (const char* bad : {"", "a", "1,,2", "3-1", "0-99999", "-1", "1 2"}) EXPECT_FALSE(parse_index_list(bad)) << bad;
 }
 
 // The 32em64t machine: GPU0 on socket 0, GPUs 1-2 and the ConnectX-4 on socket 1.

@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "cnet/spank/template_catalog.hpp"
+#include "cnet/scheduling/template_catalog.hpp"
 
 using namespace cnet::scheduling;
 
@@ -52,6 +52,15 @@ TEST(TemplateCatalog, SlurmStyleValues) {
   EXPECT_EQ(c.find("b")->nodes_max, 3u);
 }
 
+// Keys in any case, as slurm.conf's; a '#' wanted in a description is written \#, as in slurm.conf.
+TEST(TemplateCatalog, SlurmsLineGrammar) {
+  auto c = TemplateCatalog::parse("templatename=a GPUS=2 description=\"GPU \\#1\" \\\r\n  timelimit=10\r\n");
+  ASSERT_NE(c.find("a"), nullptr);
+  EXPECT_EQ(c.find("a")->gpus_per_node, 2u);
+  EXPECT_EQ(c.find("a")->description, "GPU #1");
+  EXPECT_EQ(c.find("a")->time_limit_min, 10u) << "continued over a CRLF line";
+}
+
 // Every mistake names the file and line, what is wrong and what would be right.
 TEST(TemplateCatalog, MalformedFilesAreRefusedWithFileLineAndFix) {
   EXPECT_EQ(error_of("Gpus=2"), "t.conf:1: each template starts with TemplateName=NAME, found Gpus=");
@@ -63,7 +72,12 @@ TEST(TemplateCatalog, MalformedFilesAreRefusedWithFileLineAndFix) {
   EXPECT_EQ(error_of("TemplateName=a Fabric=opa"), "t.conf:1: Fabric=opa must be one of any, ib, roce, eth");
   EXPECT_EQ(error_of("TemplateName=a Nodes=4-2"), "t.conf:1: Nodes=4-2 must be at least 1 and MIN <= MAX");
   EXPECT_EQ(error_of("TemplateName=a TimeLimit=soon"), "t.conf:1: TimeLimit=soon is not a Slurm time (MM, HH:MM:SS or D-HH:MM:SS)");
-  EXPECT_EQ(error_of("TemplateName=a Description=\"open"), "t.conf:1: unterminated quote in Description=");
+  EXPECT_EQ(error_of("TemplateName=a Description=\"open"),
+            "t.conf:1: unterminated quote in Description= (a '#' starts a comment even inside quotes; write \\# for a literal #)");
+  EXPECT_EQ(error_of("TemplateName=a MinGpuMemory=500G"),
+            "t.conf:1: MinGpuMemory=500G is more than any GPU memory class cnet knows (the largest is 288G)");
+  EXPECT_EQ(error_of("TemplateName=a Fabric=ib MinBandwidth=1600"),
+            "t.conf:1: MinBandwidth=1600 is faster than any ib link rate cnet knows (the fastest is 800)");
   EXPECT_EQ(error_of("TemplateName=a Features=ok,$(id)"),
             "t.conf:1: Features=ok,$(id): '$(id)' is not a node feature name (letters, digits, '_', '.', '-')");
   EXPECT_EQ(error_of("TemplateName=a Exclusive=maybe"), "t.conf:1: Exclusive=maybe must be yes or no");
@@ -79,7 +93,7 @@ TEST(TemplateCatalog, UnreadableFileSaysWhichAndWhere) {
     TemplateCatalog::load("/nonexistent/cnet-templates.conf");
     FAIL();
   } catch (const TemplateError& e) {
-    EXPECT_STREQ(e.what(), "cannot read templates file /nonexistent/cnet-templates.conf: check the templates= path in plugstack.conf");
+    EXPECT_STREQ(e.what(), "cannot read templates file: /nonexistent/cnet-templates.conf: does not exist (check the templates= path in plugstack.conf)");
   }
 }
 

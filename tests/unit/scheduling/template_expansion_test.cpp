@@ -4,8 +4,9 @@
 #include <fstream>
 #include <thread>
 
-#include "cnet/spank/template_expansion.hpp"
-#include "template_bridge.h"
+#include "cnet/scheduling/template_expansion.hpp"
+#include "../scratch_dir.hpp"
+#include "cnet/scheduling/template_bridge.h"
 
 using namespace cnet::scheduling;
 
@@ -101,10 +102,8 @@ TEST(TemplateExpansion, TemplateNameFromSpankEnvironment) {
 
 // The C bridge job_submit/cnet calls: unknown names listed, a damaged file keeps the last good catalogue.
 TEST(TemplateBridge, UnknownNamesAndDamagedCatalogues) {
-  auto dir = std::filesystem::temp_directory_path() / ("cnet-bridge-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  std::string path = (dir / "cnet-templates.conf").string();
-  std::ofstream(path) << "TemplateName=small Gpus=1\nTemplateName=big Gpus=8\n";
+  cnet::testing::ScratchDir scratch;
+  std::string path = scratch.write("cnet-templates.conf", "TemplateName=small Gpus=1\nTemplateName=big Gpus=8\n");
   char env0[] = "SPANK_CNET_TEMPLATE=small", env1[] = "SPANK_CNET_TEMPLATE=huge";
   char* small_env[] = {env0};
   char* huge_env[] = {env1};
@@ -135,5 +134,4 @@ TEST(TemplateBridge, UnknownNamesAndDamagedCatalogues) {
   EXPECT_EQ(cnet_apply_template(path.c_str(), &r, &e), 0);
   EXPECT_EQ(e.template_name, nullptr);
   cnet_job_edit_free(&e);
-  std::filesystem::remove_all(dir);
 }

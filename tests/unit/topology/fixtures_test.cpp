@@ -4,7 +4,9 @@
 #include <algorithm>
 
 #include "cnet/topology/discover.hpp"
+#include "cnet/common/text.hpp"
 #include "cnet/topology/emit.hpp"
+#include "cnet/topology/features.hpp"
 #include "cnet/topology/paths.hpp"
 #include "test_support.hpp"
 
@@ -63,7 +65,7 @@ TEST(Fixture, XeonWithConnectX4) {
   EXPECT_EQ(ib.guid, "248a:0703:001e:39fe");
   EXPECT_EQ(ib.netdev, "ib0");
   EXPECT_EQ(t.gpus[0].locality.numa_node, 0);
-  EXPECT_EQ(compress_ranges(t.gpus[0].locality.cores), "0-7");
+  EXPECT_EQ(cnet::common::compress_ranges(t.gpus[0].locality.cores), "0-7");
   EXPECT_EQ(t.gpus[2].pci.bus_id, "0000:84:00.0");
   auto pairs = pair_gpus_with_nics(t);
   EXPECT_EQ(t.nics[pairs[2].nic].name, "mlx5_0");

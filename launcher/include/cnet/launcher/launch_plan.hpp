@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "cnet/spank/task_environment.hpp"
+#include "cnet/scheduling/task_environment.hpp"
 #include "cnet/topology/model.hpp"
 #include "cnet/transport/bootstrap.hpp"
 
@@ -30,14 +30,14 @@ struct LaunchRequest {
   std::string nccl_topo_file;          // kept as the SPANK plugin set it
   std::vector<std::string> allocated_rdma;  // CNET_RDMA_DEVICES from gres/rdma
   std::string topology_path;
-  unsigned cpus_available = 1;         // CPUs in the task's affinity mask before binding
+  std::vector<unsigned> allowed_cpus;  // the task's affinity mask before binding (Slurm's cpuset/--cpu-bind)
   std::string cpus_per_task;           // SLURM_CPUS_PER_TASK, if set
   std::string omp_num_threads;         // OMP_NUM_THREADS, if already set (it wins)
 };
 
 struct LaunchPlan {
   std::vector<std::pair<std::string, std::string>> variables;
-  std::vector<unsigned> cpus;  // bind to these before exec; empty: leave affinity alone
+  std::vector<unsigned> cpus;  // bind to these before exec (always within allowed_cpus); empty: leave affinity alone
   std::string warning;
   std::string error;
 };

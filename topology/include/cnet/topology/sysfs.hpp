@@ -40,6 +40,8 @@ class SysfsReader {
   std::vector<std::string> rdma_devices_of_pci(const std::string& bus_id) const;
   // The uverbs node of an RDMA device ("uverbs1"), from its PCI device's infiniband_verbs/; "" if none.
   std::string verbs_device_of(const std::string& rdma_device) const;
+  // The other way round: the RDMA device behind a uverbs node, from sys/class/infiniband_verbs/<n>/ibdev.
+  std::string rdma_device_of_verbs(const std::string& verbs_device) const;
   // /proc/driver/nvidia/gpus/<bus id>/information "Device Minor:"
   std::optional<unsigned> nvidia_minor(const std::string& bus_id) const;
 

@@ -5,11 +5,13 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace cnet::transport {
@@ -39,6 +41,12 @@ class Bootstrap {
   // Every rank contributes `mine` under `key`; returns every rank's contribution in rank order.
   virtual std::vector<Blob> allgather(std::string_view key, std::span<const std::byte> mine) = 0;
   [[noreturn]] virtual void abort(int status, std::string_view message) = 0;
+
+  // Typed allgathers: every rank's text, or every rank's array of plain values (an array whose size
+  // is not a whole number of values is reported as damaged, naming the rank and key).
+  std::vector<std::string> allgather_text(std::string_view key, std::string_view mine);
+  template <typename T>
+  std::vector<std::vector<T>> allgather_values(std::string_view key, std::span<const T> mine);
 };
 
 // A job of one process: for single-process runs and checks that need no launcher.
@@ -85,5 +93,20 @@ class PmixBootstrap final : public Bootstrap {
 };
 
 std::span<const std::byte> as_bytes(std::string_view text);
+
+template <typename T>
+std::vector<std::vector<T>> Bootstrap::allgather_values(std::string_view key, std::span<const T> mine) {
+  static_assert(std::is_trivially_copyable_v<T>, "allgather_values sends raw bytes");
+  auto blobs = allgather(key, std::as_bytes(mine));
+  std::vector<std::vector<T>> out(blobs.size());
+  for (std::size_t r = 0; r < blobs.size(); ++r) {
+    if (blobs[r].size() % sizeof(T) != 0)
+      throw BootstrapError("rank " + std::to_string(r) + " sent a damaged '" + std::string(key) + "' (" +
+                           std::to_string(blobs[r].size()) + " bytes)");
+    out[r].resize(blobs[r].size() / sizeof(T));
+    if (!out[r].empty()) std::memcpy(out[r].data(), blobs[r].data(), blobs[r].size());
+  }
+  return out;
+}
 
 }  // namespace cnet::transport

@@ -1,12 +1,13 @@
 #pragma once
-// cnet-perf's numbers: one row per message size, latency percentiles, the nccl-tests bandwidth
-// definitions, and baselines saved as JSON and compared with a tolerance.
+// Link and collective numbers: one row per message size, latency percentiles, the nccl-tests bandwidth
+// definitions, a table whose columns are defined once for text and JSON, baselines saved as JSON and
+// one regression rule for everything that compares against them (cnet-perf, cnet-doctor --job).
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
-#include "cnet/metrics/prometheus.hpp"
+#include "cnet/common/prometheus.hpp"
 
 namespace cnet::transport {
 
@@ -15,13 +16,14 @@ struct PerfRow {
   double bandwidth_gbytes = 0;  // GB/s (1e9 bytes); p2p: one direction; allreduce: algbw
   double bus_gbytes = 0;        // allreduce busbw = algbw * 2(n-1)/n; p2p: same as bandwidth
   double latency_avg_us = 0, latency_p50_us = 0, latency_p99_us = 0;  // p2p: half round trip; allreduce: per call
+  long long wrong = -1;         // allreduce: elements that differ from the expected sum; -1 not checked
 };
 
 struct PerfReport {
   std::string mode;  // "p2p" or "allreduce"
   unsigned ranks = 0;
   std::string transports;
-  std::vector<std::string> hosts;
+  std::vector<std::string> hosts;  // every rank's host, in rank order (p2p: the two measured)
   std::vector<PerfRow> rows;
 };
 
@@ -29,8 +31,21 @@ struct PerfReport {
 double percentile(std::vector<double> samples, double p);
 double allreduce_bus_factor(unsigned ranks);  // 2(n-1)/n
 
-std::string to_json(const PerfReport& report);
+// The table as people read it: a header of column names with units on a second line, then one line per
+// row. The same columns name the JSON fields, so text and JSON cannot disagree.
+std::string table_header(const std::string& mode);
+std::string table_row(const std::string& mode, const PerfRow& row);
+
+std::string to_json(const PerfReport& report);         // schema cnet.perf/v1, one report
 PerfReport report_from_json(const std::string& text);  // throws std::runtime_error naming the problem
+
+// A baseline file holds one report per link or job shape measured (schema cnet.perf.baseline/v1); a
+// single cnet.perf/v1 report (what older cnet-perf --save-baseline wrote) reads as a baseline of one.
+std::string baseline_json(const std::vector<PerfReport>& reports);
+std::vector<PerfReport> baseline_from_json(const std::string& text);  // throws std::runtime_error
+// The report in `baseline` that `now` is compared with: same mode and hosts; else, when the baseline
+// holds exactly one report of that mode, that one (a baseline saved for a kind of link); else nullptr.
+const PerfReport* matching_baseline(const std::vector<PerfReport>& baseline, const PerfReport& now);
 
 // Sizes whose bandwidth fell, or whose median latency rose, by more than `tolerance` (0.1 = 10%)
 // against the baseline; one line each, empty when nothing regressed.
@@ -40,7 +55,7 @@ std::vector<std::string> regressions(const PerfReport& baseline, const PerfRepor
 // cnet_perf_latency_p50_seconds {mode, hosts, bytes}; per link: cnet_perf_link_bandwidth_bytes_per_second
 // (largest size), cnet_perf_link_latency_p99_seconds (smallest size), cnet_perf_regressions (sizes that
 // regressed against the baseline, -1 when none was compared) and cnet_perf_last_run_timestamp_seconds.
-std::vector<metrics::Family> report_metrics(const PerfReport& report, int regressed_sizes, double now);
+std::vector<common::MetricFamily> report_metrics(const PerfReport& report, int regressed_sizes, double now);
 
 std::string format_size(std::size_t bytes);  // "4 MiB", "512 B"
 

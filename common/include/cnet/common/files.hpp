@@ -1,0 +1,35 @@
+#pragma once
+// Whole-file reads and atomic whole-file writes, done one way everywhere. Reads refuse what is not a
+// regular file (a FIFO or a device would block or never end) and anything over a size bound; writes
+// go to a fresh private temporary file in the target's folder (mkstemp: no predictable name to plant
+// a link on), get their mode with fchmod, reach the disk, and are renamed over the target, so a reader
+// sees the old file or the new one and never half of one.
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace cnet::common {
+
+class FileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+constexpr std::size_t kDefaultReadLimit = 64u << 20;
+
+// The file's bytes; throws FileError naming the path and the reason (missing, not a regular file,
+// larger than max_bytes, unreadable).
+std::string read_file(const std::filesystem::path& path, std::size_t max_bytes = kDefaultReadLimit);
+// The same, but nullopt when the file does not exist.
+std::optional<std::string> read_file_if_exists(const std::filesystem::path& path, std::size_t max_bytes = kDefaultReadLimit);
+
+// Replaces `path` with `text` atomically, with permissions `mode`. A symlink at `path` is replaced,
+// never followed. Throws FileError naming the path; the temporary file never outlives a failure.
+void write_file_atomically(const std::filesystem::path& path, std::string_view text, mode_t mode = 0644);
+
+}  // namespace cnet::common

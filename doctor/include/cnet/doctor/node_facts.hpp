@@ -1,0 +1,68 @@
+#pragma once
+// What cnet-doctor reads off one node, before judging any of it: clock discipline, swap, kernel
+// parameters, limits, NICs (libcnet_topology), GPU device files gres.conf promises, name resolution of
+// the cluster's nodes, firewall rules. Gathered from a root folder (/ live, a fake tree in tests), so the
+// checks are pure functions over these facts; a snapshot is these facts as JSON.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cnet/topology/model.hpp"
+
+namespace cnet::doctor {
+
+struct ClockState {
+  bool known = false;
+  bool synchronized = false;   // the kernel's clock is disciplined (adjtimex: no STA_UNSYNC)
+  double offset_ms = 0;        // last measured offset from the time source
+  double max_error_ms = 0;     // the kernel's bound on the error
+};
+
+struct GresDevice {
+  std::string name;  // "gpu", "rdma"
+  std::string file;  // /dev/nvidia0
+  bool present = false;
+};
+
+struct NodeFacts {
+  std::string hostname;
+  ClockState clock;
+  std::uint64_t swap_kb = 0;                    // swap in use as configured (/proc/swaps sizes)
+  std::map<std::string, std::string> sysctl;    // "net.core.rmem_max" -> "212992"
+  std::optional<std::uint64_t> memlock_bytes;   // RLIMIT_MEMLOCK soft; nullopt: unlimited
+  std::uint64_t open_files = 0;                 // RLIMIT_NOFILE soft
+  topology::NodeTopology topology;
+  std::string topology_problem;                 // discovery failed: why
+  std::vector<GresDevice> gres_devices;         // gres.conf File= entries for this node
+  std::map<std::string, std::string> resolved;  // node -> address, or "" when it does not resolve
+  std::vector<unsigned> slurm_ports;            // SlurmctldPort, SlurmdPort from slurm.conf
+  std::string firewall_rules;                   // iptables-save output ("" unknown)
+  bool firewall_known = false;
+};
+
+struct GatherOptions {
+  std::string root = "/";             // procfs/sysfs/dev under this folder
+  std::string slurm_conf;             // default: $SLURM_CONF or /etc/slurm/slurm.conf
+  std::string hostname;               // default: the short host name (slurmd's default node name)
+  std::vector<std::string> nodes;     // names to resolve; default: slurm.conf's NodeName= entries
+  std::string firewall_rules_file;    // default: run iptables-save when it exists
+  bool live_process_limits = true;    // read this process's rlimits and adjtimex (off for fake trees)
+};
+
+NodeFacts gather_facts(const GatherOptions& options);
+
+// Snapshots: the facts that should match across a cluster's nodes (not hostname, addresses, clock).
+std::string snapshot_json(const NodeFacts& facts);
+// "net.core.rmem_max: template 4194304, here 212992", one line per difference; empty when alike.
+std::vector<std::string> compare_snapshot(const std::string& template_json, const NodeFacts& facts);
+
+// slurm.conf's NodeName= entries expanded ("cn[1-3]" -> cn1 cn2 cn3), with their NodeAddr.
+struct SlurmNode {
+  std::string name, address;
+};
+std::vector<SlurmNode> slurm_conf_nodes(const std::string& slurm_conf_text);
+
+}  // namespace cnet::doctor

@@ -1,0 +1,133 @@
+#include "cnet/doctor/job_mode.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cnet/common/files.hpp"
+#include "cnet/common/text.hpp"
+#include "cnet/transport/bootstrap.hpp"
+#include "cnet/transport/link_test.hpp"
+#include "cnet/transport/ucx_channel.hpp"
+
+namespace cnet::doctor {
+namespace {
+
+using json = nlohmann::json;
+
+const transport::PerfReport* baseline_for(const std::vector<transport::PerfReport>& baseline, const transport::PerfReport& now) {
+  for (const auto& b : baseline)
+    if (b.mode == now.mode && b.hosts == now.hosts) return &b;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string to_json(const NodeReport& r) {
+  return json{{"host", r.host}, {"status", r.status}, {"failing", r.failing}, {"settings", r.settings}}.dump();
+}
+
+NodeReport node_report_from_json(const std::string& text) {
+  try {
+    json j = json::parse(text);
+    return {j.at("host"), j.at("status"), j.at("failing").get<std::vector<std::string>>(),
+            j.at("settings").get<std::map<std::string, std::string>>()};
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("a node sent a damaged report: ") + e.what());
+  }
+}
+
+std::vector<JobRow> job_table(const std::vector<NodeReport>& nodes, const std::map<std::string, transport::PerfReport>& pairs,
+                              const std::vector<transport::PerfReport>* baseline, double tolerance) {
+  // What most nodes have, per setting.
+  std::map<std::string, std::map<std::string, int>> votes;
+  for (const auto& n : nodes)
+    for (const auto& [k, v] : n.settings) ++votes[k][v];
+  std::vector<JobRow> rows;
+  for (const auto& n : nodes) {
+    JobRow row{n.host, n.status, true, 0, 0, n.failing};
+    for (const auto& [k, v] : n.settings) {
+      if (k == "/taken_on") continue;
+      const auto& counts = votes[k];
+      auto top = std::max_element(counts.begin(), counts.end(), [](auto& a, auto& b) { return a.second < b.second; });
+      if (top->first != v && top->second > 1) row.problems.push_back(k.substr(1) + " " + v + " (most nodes: " + top->first + ")");
+    }
+    if (auto it = pairs.find(n.host); it != pairs.end() && !it->second.rows.empty()) {
+      const auto& report = it->second;
+      row.rank0 = false;
+      row.gbytes = report.rows.back().bandwidth_gbytes;
+      row.p99_us = report.rows.front().latency_p99_us;
+      if (baseline)
+        if (const auto* was = baseline_for(*baseline, report))
+          for (const auto& r : transport::regressions(*was, report, tolerance)) row.problems.push_back("link to rank 0: " + r);
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+int run_job_mode(const DoctorConfig& config, const GatherOptions& gather, const JobModeOptions& o) {
+  auto boot = transport::PmixBootstrap::connect();
+  const auto& me = boot->placement();
+  std::vector<transport::PerfReport> baseline;
+  if (!o.compare_baseline.empty() && me.rank == 0)  // read before anyone measures: a bad file stops nothing half-way
+    baseline = transport::baseline_from_json(common::read_file(o.compare_baseline, 16u << 20));
+  GatherOptions g = gather;
+  if (g.hostname.empty()) g.hostname = me.hostname;
+  std::string mine;
+  if (me.local_rank == 0) {  // one report per node
+    auto facts = gather_facts(g);
+    auto results = run_checks(facts, config);
+    NodeReport report{facts.hostname, to_string(worst(results)), {}, {}};
+    for (const auto& r : results)
+      if (r.status == Status::fail) report.failing.push_back(r.check + ": " + r.seen);
+    json flat = json::parse(snapshot_json(facts)).flatten();
+    for (auto& [k, v] : flat.items()) report.settings[k] = v.dump();
+    mine = to_json(report);
+  }
+  auto texts = boot->allgather_text("cnet.doctor.report", mine);
+
+  // Pair tests: rank 0 against the first rank of every other node, one at a time.
+  transport::UcxChannel ch(*boot);
+  std::map<std::string, transport::PerfReport> pairs;
+  auto quick = transport::LinkTestOptions::quick();
+  for (std::uint32_t r = 1; r < texts.size(); ++r) {
+    if (texts[r].empty()) continue;
+    auto report = transport::link_test(ch, 0, r, quick);
+    if (me.rank == 0) pairs[ch.hostname_of(r)] = report;
+  }
+  std::vector<std::byte> done(1);
+  if (me.rank == 0)
+    for (std::uint32_t r = 1; r < me.size; ++r) ch.send_blocking(r, 9, done);
+  else
+    ch.recv_blocking(0, 9, done);
+  if (me.rank != 0) return 0;
+
+  std::vector<NodeReport> nodes;
+  for (const auto& t : texts)
+    if (!t.empty()) nodes.push_back(node_report_from_json(t));
+  auto rows = job_table(nodes, pairs, o.compare_baseline.empty() ? nullptr : &baseline, o.tolerance);
+  int bad = 0;
+  json out = json::array();
+  if (!o.json) std::printf("%-14s %-5s %10s %10s  %s\n", "node", "check", "GB/s", "p99(us)", "problems");
+  for (const auto& row : rows) {
+    bad += !row.problems.empty();
+    std::string problems = common::join(row.problems, "; ");
+    if (o.json)
+      out.push_back({{"host", row.host}, {"status", row.status}, {"gbytes", row.gbytes}, {"p99_us", row.p99_us}, {"problems", row.problems}});
+    else if (row.rank0)
+      std::printf("%-14s %-5s %10s %10s  %s\n", row.host.c_str(), row.status.c_str(), "(rank 0)", "", problems.c_str());
+    else
+      std::printf("%-14s %-5s %10.2f %10.1f  %s\n", row.host.c_str(), row.status.c_str(), row.gbytes, row.p99_us, problems.c_str());
+  }
+  if (o.json) std::printf("%s\n", out.dump(2).c_str());
+  std::fflush(stdout);
+  if (!o.save_baseline.empty()) {
+    std::vector<transport::PerfReport> saved;
+    for (const auto& [host, report] : pairs) saved.push_back(report);
+    common::write_file_atomically(o.save_baseline, transport::baseline_json(saved));
+  }
+  return bad ? 1 : 0;
+}
+
+}  // namespace cnet::doctor

@@ -1,0 +1,79 @@
+#include "cnet/scheduling/pool_table.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <regex>
+#include <sstream>
+
+#include "cnet/common/text.hpp"
+#include "cnet/topology/features.hpp"
+
+namespace cnet::scheduling {
+
+GpuCount parse_gpu_gres(const std::string& gres) {
+  // entries are separated by ',' outside parentheses: gpu:a100:4(S:0-1),rdma:2
+  GpuCount out;
+  std::string entry;
+  int depth = 0;
+  auto take = [&](const std::string& e) {
+    static const std::regex re("gpu(?::(\\(null\\)|[^:(]+))?:([0-9]+)(?:\\(.*\\))?");
+    std::smatch m;
+    if (!std::regex_match(e, m, re)) return;
+    out.count += static_cast<unsigned>(std::stoul(m[2]));
+    std::string model = m[1].matched ? m[1].str() : "";
+    if (model != "(null)" && out.model.empty()) out.model = model;
+  };
+  for (char c : gres) {
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (c == ',' && depth == 0) {
+      take(entry);
+      entry.clear();
+    } else {
+      entry += c;
+    }
+  }
+  take(entry);
+  return out;
+}
+
+std::string feature_matching(const std::string& features, const std::string& kind) {
+  for (const auto& f : common::split(features))
+    if (kind == "gpumem" ? topology::parse_memory_class(f).has_value() : topology::parse_fabric_feature(f).has_value()) return f;
+  return "";
+}
+
+std::string format_table(const std::vector<PoolRow>& rows) {
+  std::ostringstream out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-12s %-10s %-16s %9s %-10s %-8s %9s %13s  %s\n", "NODE", "STATE", "GPU", "GPUS used",
+                "GPU MEM", "FABRIC", "CPUS used", "MEM(MB) used", "REASON");
+  out << line;
+  unsigned gt = 0, gu = 0, ct = 0, cu = 0;
+  for (const auto& r : rows) {
+    std::snprintf(line, sizeof line, "%-12s %-10s %-16s %4u/%-4u %-10s %-8s %4u/%-4u %6llu/%-6llu  %s\n", r.node.c_str(),
+                  r.state.c_str(), r.gpu_model.empty() ? "-" : r.gpu_model.c_str(), r.gpus_used, r.gpus_total,
+                  r.gpu_memory.empty() ? "-" : r.gpu_memory.c_str(), r.fabric.empty() ? "-" : r.fabric.c_str(), r.cpus_alloc,
+                  r.cpus_total, static_cast<unsigned long long>(r.memory_alloc_mb), static_cast<unsigned long long>(r.memory_mb),
+                  r.reason.c_str());
+    out << line;
+    gt += r.gpus_total, gu += r.gpus_used, ct += r.cpus_total, cu += r.cpus_alloc;
+  }
+  std::snprintf(line, sizeof line, "%u nodes: %u of %u GPUs in use, %u free; %u of %u CPUs in use\n",
+                static_cast<unsigned>(rows.size()), gu, gt, gt - gu, cu, ct);
+  out << line;
+  return out.str();
+}
+
+std::string to_json(const std::vector<PoolRow>& rows) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& r : rows)
+    j.push_back({{"node", r.node}, {"state", r.state}, {"reason", r.reason}, {"gpu_model", r.gpu_model},
+                 {"gpus_total", r.gpus_total}, {"gpus_used", r.gpus_used}, {"gpus_free", r.gpus_total - std::min(r.gpus_used, r.gpus_total)},
+                 {"gpu_memory", r.gpu_memory}, {"fabric", r.fabric}, {"cpus_total", r.cpus_total}, {"cpus_alloc", r.cpus_alloc},
+                 {"memory_mb", r.memory_mb}, {"memory_alloc_mb", r.memory_alloc_mb}});
+  return j.dump(2) + "\n";
+}
+
+}  // namespace cnet::scheduling

@@ -1,0 +1,106 @@
+// cnet-pool: the cluster's resource table from slurmctld through the public slurm.h API — per node its
+// state, GPU model and GPUs in use/total, GPU memory class, fabric, CPUs and memory in use, and why a
+// node is down or drained.
+//   cnet-pool [--json] [--watch SECONDS]
+// Exit: 0 ok, 2 bad arguments, 3 slurmctld could not be asked.
+#include <boost/program_options.hpp>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include "cnet/common/version.hpp"
+#include "cnet/scheduling/pool_table.hpp"
+
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+}
+
+namespace po = boost::program_options;
+using cnet::scheduling::PoolRow;
+
+namespace {
+
+std::string state_name(std::uint32_t state) {
+  static const char* base[] = {"unknown", "down", "idle", "alloc", "error", "mixed", "future"};
+  std::uint32_t b = state & NODE_STATE_BASE;
+  std::string name = b < 7 ? base[b] : "unknown";
+  if (state & NODE_STATE_DRAIN) name = (b == NODE_STATE_IDLE || b == NODE_STATE_DOWN) ? "drained" : "draining";
+  if (state & NODE_STATE_NO_RESPOND) name += "*";
+  return name;
+}
+
+std::vector<PoolRow> load_rows() {
+  node_info_msg_t* nodes = nullptr;
+  // SHOW_DETAIL is what fills gres_used.
+  if (slurm_load_node(static_cast<time_t>(0), &nodes, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS)
+    throw std::runtime_error(std::string("cannot ask slurmctld for nodes: ") + slurm_strerror(slurm_get_errno()) +
+                             " (is SLURM_CONF right and slurmctld up?)");
+  std::vector<PoolRow> rows;
+  for (std::uint32_t i = 0; i < nodes->record_count; ++i) {
+    const node_info_t& n = nodes->node_array[i];
+    if (!n.name) continue;
+    PoolRow r;
+    r.node = n.name;
+    r.state = state_name(n.node_state);
+    r.reason = n.reason ? n.reason : "";
+    auto total = cnet::scheduling::parse_gpu_gres(n.gres ? n.gres : "");
+    r.gpu_model = total.model;
+    r.gpus_total = total.count;
+    r.gpus_used = cnet::scheduling::parse_gpu_gres(n.gres_used ? n.gres_used : "").count;
+    std::string features = n.features ? n.features : "";
+    r.gpu_memory = cnet::scheduling::feature_matching(features, "gpumem");
+    r.fabric = cnet::scheduling::feature_matching(features, "fabric");
+    r.cpus_total = n.cpus;
+    r.memory_mb = n.real_memory;
+    std::uint16_t alloc_cpus = 0;
+    std::uint64_t alloc_mem = 0;
+    slurm_get_select_nodeinfo(n.select_nodeinfo, SELECT_NODEDATA_SUBCNT, NODE_STATE_ALLOCATED, &alloc_cpus);
+    slurm_get_select_nodeinfo(n.select_nodeinfo, SELECT_NODEDATA_MEM_ALLOC, NODE_STATE_ALLOCATED, &alloc_mem);
+    r.cpus_alloc = alloc_cpus;
+    r.memory_alloc_mb = alloc_mem;
+    rows.push_back(std::move(r));
+  }
+  slurm_free_node_info_msg(nodes);
+  return rows;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (cnet::common::print_version_if_asked(argc, argv, "cnet-pool")) return 0;
+  unsigned watch = 0;
+  po::options_description opts("cnet-pool [--json] [--watch SECONDS]");
+  opts.add_options()("help,h", "show this help")("version", "print the version")("json", "print the table as JSON")
+      ("watch", po::value(&watch), "print again every SECONDS until interrupted");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, opts), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "cnet-pool: " << e.what() << "\n" << opts;
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << opts << "exit: 0 ok, 2 bad arguments, 3 slurmctld could not be asked\n";
+    return 0;
+  }
+  slurm_init(nullptr);
+  try {
+    while (true) {
+      auto rows = load_rows();
+      std::cout << (vm.count("json") ? cnet::scheduling::to_json(rows) : cnet::scheduling::format_table(rows)) << std::flush;
+      if (!watch) break;
+      std::this_thread::sleep_for(std::chrono::seconds(watch));
+      if (!vm.count("json")) std::cout << "\n";
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "cnet-pool: " << e.what() << "\n";
+    slurm_fini();
+    return 3;
+  }
+  slurm_fini();
+  return 0;
+}
