@@ -47,18 +47,13 @@ bool equal_ignoring_case(std::string_view a, std::string_view b) {
          });
 }
 
-namespace {
-
-// A whole decimal number of at most 9 digits (no sign, no spaces), as every index and port is written.
-std::optional<unsigned> number(std::string_view s) {
-  if (s.empty() || s.size() > 9) return std::nullopt;
+std::optional<unsigned> parse_unsigned(std::string_view s, std::size_t max_digits) {
+  if (s.empty() || s.size() > std::min<std::size_t>(max_digits, 9)) return std::nullopt;
   unsigned v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
   return v;
 }
-
-}  // namespace
 
 std::optional<std::vector<unsigned>> parse_ranges(std::string_view text, std::size_t limit, char range) {
   std::vector<unsigned> out;
@@ -67,8 +62,8 @@ std::optional<std::vector<unsigned>> parse_ranges(std::string_view text, std::si
     std::size_t comma = text.find(',', start);
     std::string_view part = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     std::size_t sep = part.find(range);
-    auto lo = number(part.substr(0, sep));
-    auto hi = sep == std::string_view::npos ? lo : number(part.substr(sep + 1));
+    auto lo = parse_unsigned(part.substr(0, sep));
+    auto hi = sep == std::string_view::npos ? lo : parse_unsigned(part.substr(sep + 1));
     if (!lo || !hi || *hi < *lo || out.size() + (*hi - *lo) >= limit) return std::nullopt;
     for (unsigned i = *lo; i <= *hi; ++i) out.push_back(i);
     if (comma == std::string_view::npos) return out;

@@ -1,7 +1,5 @@
 #include "cnet/scheduling/rdma_gres.hpp"
 
-#include <charconv>
-
 #include "cnet/common/text.hpp"
 #include "cnet/scheduling/task_environment.hpp"
 #include "cnet/topology/sysfs.hpp"
@@ -25,11 +23,9 @@ std::string to_string(const RdmaPort& p) { return p.device + ":" + std::to_strin
 RdmaPort parse_rdma_port(const std::string& text) {
   auto colon = text.rfind(':');
   if (colon == std::string::npos) return {text, 1};
-  unsigned port = 0;
-  auto tail = std::string_view(text).substr(colon + 1);
-  auto [end, ec] = std::from_chars(tail.data(), tail.data() + tail.size(), port);
-  if (ec != std::errc() || end != tail.data() + tail.size() || port == 0 || port > 255) return {text.substr(0, colon), 1};
-  return {text.substr(0, colon), port};
+  auto port = common::parse_unsigned(std::string_view(text).substr(colon + 1), 3);
+  if (!port || *port == 0 || *port > 255) return {text.substr(0, colon), 1};
+  return {text.substr(0, colon), *port};
 }
 
 std::vector<std::pair<std::string, std::string>> rdma_environment(const std::vector<RdmaPort>& devices) {

@@ -153,26 +153,24 @@ int on_template(int, const char* optarg, int remote) {
   return kOk;
 }
 
-int on_bind(int, const char* optarg, int) {
-  auto mode = parse_bind(optarg ? optarg : "");
+// --cnet-bind / --cnet-net: one of a few words, anything else refused naming them.
+template <typename Mode>
+int set_mode(const char* optarg, std::optional<Mode> (*parse)(std::string_view), const char* refusal, Mode& slot) {
+  auto mode = parse(optarg ? optarg : "");
   if (!mode) {
-    slurm_error("cnet: --cnet-bind must be none, closest or strict");
+    slurm_error("cnet: %s", refusal);
     return kFail;
   }
-  g_options.bind = *mode;
-  g_options.bind_requested = true;
+  slot = *mode;
   return kOk;
 }
 
-int on_net(int, const char* optarg, int) {
-  auto mode = parse_net(optarg ? optarg : "");
-  if (!mode) {
-    slurm_error("cnet: --cnet-net must be auto, rdma or tcp");
-    return kFail;
-  }
-  g_options.net = *mode;
-  return kOk;
+int on_bind(int, const char* optarg, int) {
+  g_options.bind_requested = true;
+  return set_mode(optarg, parse_bind, "--cnet-bind must be none, closest or strict", g_options.bind);
 }
+
+int on_net(int, const char* optarg, int) { return set_mode(optarg, parse_net, "--cnet-net must be auto, rdma or tcp", g_options.net); }
 
 int on_check(int, const char*, int) {
   g_options.check = true;

@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # Fixture set-up: a fresh cluster, even if an interrupted run left one behind in the same folder.
 # The cnet SPANK plugin sees the 32em64t machine (3 GPUs, a ConnectX-4) through CNET_SPANK_ARGS.
 set -euo pipefail

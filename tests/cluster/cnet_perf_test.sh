@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # cnet-perf under srun: p2p and allreduce rows for every size, a saved baseline that the same link
 # passes, and a doctored baseline that makes it exit 1 naming the sizes that regressed.
 source "$(dirname "$0")/lib.sh"

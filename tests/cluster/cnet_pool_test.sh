@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # cnet-pool against the minicluster: GPUs in use follow a job that holds them, and a drained node shows
 # its reason.
 source "$(dirname "$0")/lib.sh"

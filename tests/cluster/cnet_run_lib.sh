@@ -1,3 +1,5 @@
+#!/usr/bin/env bash
+# (sourced by the cluster tests, not run on its own)
 # Shared by the cnet-run tests: example files, the pid of one rank, and reading outputs.
 make_example() {  # make_example DIR LAYERS HIDDEN ROWS
   "$CNET_BIN/cnet-run" make-model --output "$1/model.safetensors" --layers "$2" --hidden "$3" 2>/dev/null

@@ -1,3 +1,5 @@
+#!/usr/bin/env bash
+# (sourced by the cluster tests, not run on its own)
 # Helpers for cluster tests: run commands on the fixture minicluster and assert on their output.
 set -euo pipefail
 : "${CNET_MINICLUSTER:?run through ctest}" "${CNET_BIN:?run through ctest}"

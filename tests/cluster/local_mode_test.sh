@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # The same transport checks without Slurm: N ranks under cnet's own PMIx server (--local).
 set -euo pipefail
 : "${CNET_BIN:?run through ctest}"

@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # Writes a /sys tree for the NICs of the 32em64t fixture (mlx5_0 + ib0 at 04:00.0, eth0/eth1 at
 # 81:00.0/.1), so the SPANK plugin on the minicluster sees a real InfiniBand machine's NICs.
 #   make_fake_sysfs.sh DIR [ETH1_MTU]     (a second call only changes eth1's MTU)

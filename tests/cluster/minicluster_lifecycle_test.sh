@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # A second, 3-node cluster beside the fixture one: its own ports, three distinct hostnames, and `down`
 # leaves no process and no state behind. Its cnet.so is pointed at a topology that does not exist: jobs
 # must still run, and only what needs the topology is refused, with the reason.
@@ -8,7 +9,23 @@ second=$(mktemp -d /var/tmp/cnet-second-XXXXXX)
 export CNET_MINICLUSTER_DIR=$second/state CNET_SPANK_ARGS="hwloc_xml=$second/missing-topology.xml"
 trap '"$CNET_MINICLUSTER" down >/dev/null 2>&1; rm -rf "$second"' EXIT
 
+# A block claimed by a cluster that is still starting (nothing listens yet) is not taken, whatever
+# folder that cluster lives in; the claim is made the way `up` makes its own.
+registry=${CNET_MINICLUSTER_REGISTRY:-/run/cnet-minicluster}
+claimed=""
+for ((base = 17000; base < 18000; base += 64)); do
+  ss -Htln "sport = :$base" | grep -q . || [[ -e $registry/$base ]] || { claimed=$base; break; }
+done
+[[ -n $claimed ]] || fail "no free block to claim"
+mkdir -p "$second/starting/run" "$registry/$claimed"
+echo "$second/starting" >"$registry/$claimed/state"
+sleep 60 & echo $! >"$second/starting/run/slurmctld.pid"
+trap 'kill %1 2>/dev/null || true; rm -rf "$registry/$claimed"; "$CNET_MINICLUSTER" down >/dev/null 2>&1; rm -rf "$second"' EXIT
+
 "$CNET_MINICLUSTER" up 3
+[[ $(grep '^SlurmctldPort=' "$CNET_MINICLUSTER_DIR/etc/slurm.conf") != "SlurmctldPort=$claimed" ]] ||
+  fail "took port block $claimed, which a starting cluster elsewhere had claimed"
+kill %1
 first_port=$(grep '^SlurmctldPort=' "$fixture_conf")
 second_port=$(grep '^SlurmctldPort=' "$CNET_MINICLUSTER_DIR/etc/slurm.conf")
 [[ $first_port != "$second_port" ]] || fail "second cluster reuses the fixture's $first_port"
@@ -29,4 +46,12 @@ if err=$("$CNET_MINICLUSTER" run -- timeout 60 srun -N1 --cnet-bind=strict true 
 "$CNET_MINICLUSTER" down
 for p in $pids; do kill -0 "$p" 2>/dev/null && fail "pid $p still running after down"; done
 [[ ! -e $CNET_MINICLUSTER_DIR ]] || fail "state folder left behind"
+
+# A folder minicluster did not make is never removed, by down or by up.
+mkdir -p "$second/precious" && echo keep >"$second/precious/data"
+for cmd in down "up 1"; do
+  if out=$(CNET_MINICLUSTER_DIR=$second/precious "$CNET_MINICLUSTER" $cmd 2>&1); then fail "'$cmd' on a foreign folder succeeded"; fi
+  [[ $out == *"was not made by minicluster"* ]] || fail "'$cmd' gave no reason: $out"
+  [[ -f $second/precious/data ]] || fail "'$cmd' removed a folder it did not make"
+done
 echo "second cluster on $second_port (fixture: $first_port) came up and went down cleanly"

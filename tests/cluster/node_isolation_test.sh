@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # Each node has its own hostname and its own /tmp, as separate machines would.
 source "$(dirname "$0")/lib.sh"
 

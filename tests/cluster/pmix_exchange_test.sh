@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # PMIx Put/Commit/Fence/Get across two namespaced nodes through Slurm's mpi/pmix server.
 source "$(dirname "$0")/lib.sh"
 

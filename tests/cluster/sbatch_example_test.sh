@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # contrib/examples/template-job.sbatch works as written: the template reaches every step, the preflight
 # passes, and each rank is given its GPU's NIC.
 source "$(dirname "$0")/lib.sh"

@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # --cnet-check: a healthy node passes; an MTU mismatch between eth0 and eth1 stops the step before the
 # user's program runs, naming the node and the NICs.
 source "$(dirname "$0")/lib.sh"

@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # The cnet SPANK plugin's options in the client: listing, unknown names, hostile values. Nothing may
 # reach a shell, a path or a crash; the daemons must all still be up afterwards.
 source "$(dirname "$0")/lib.sh"

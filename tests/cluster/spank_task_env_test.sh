@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # In every task: the template, the topology cache, a per-step NCCL topology file owned by the user, and
 # the NIC of the task's GPU as a DGX-class node would get it (topology from the 32em64t fixture:
 # GPU0 on socket 0, GPUs 1-2 and the ConnectX-4 mlx5_0 on socket 1).

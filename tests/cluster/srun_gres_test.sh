@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # srun across two nodes with --gres=gpu: distinct hostnames and CUDA_VISIBLE_DEVICES from gres/gpu.
 source "$(dirname "$0")/lib.sh"
 

@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # cnet-perf -s / -c between two processes by hand (TCP bootstrap on loopback): garbage and half-valid
 # frames on the port are turned away without a crash, then a real client is served.
 set -euo pipefail

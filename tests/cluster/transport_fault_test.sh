@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # Failures become clear errors, not hangs: a peer killed mid-transfer is named by the survivor within
 # 10 s, and a rank that never reaches a fence is named when the fence times out.
 source "$(dirname "$0")/lib.sh"

@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # UcxChannel and the collectives across two nodes, with 4 ranks (power of two) and 3 (not): every
 # result checked against a single process computing the same, deterministic allreduce bit for bit.
 source "$(dirname "$0")/lib.sh"

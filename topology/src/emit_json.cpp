@@ -122,14 +122,8 @@ NodeTopology from_json(const std::string& text) {
     t.pus = cpu.at("pus");
     for (const auto& n : j.at("numa_nodes")) t.numa_nodes.push_back({n.at("os_index"), n.at("cpuset"), n.at("cpumask"), n.at("memory_bytes")});
     for (const auto& g : j.at("gpus")) {
-      Gpu gpu;
-      gpu.index = g.at("index");
-      gpu.minor = g.at("minor");
-      gpu.vendor = g.at("vendor");
-      gpu.model = g.at("model");
-      gpu.memory_bytes = g.at("memory_bytes");
-      gpu.pci = pci_from(g.at("pci"));
-      gpu.locality = locality_from(g.at("locality"));
+      Gpu gpu{.index = g.at("index"), .minor = g.at("minor"), .pci = pci_from(g.at("pci")), .vendor = g.at("vendor"),
+              .model = g.at("model"), .memory_bytes = g.at("memory_bytes"), .locality = locality_from(g.at("locality")), .nvlinks = {}};
       for (const auto& l : g.at("nvlinks")) {
         std::string kind = l.at("kind");
         gpu.nvlinks.push_back({l.at("target"), kind == "gpu" ? NvLink::Target::gpu : kind == "nvswitch" ? NvLink::Target::nvswitch : NvLink::Target::cpu,
@@ -138,22 +132,13 @@ NodeTopology from_json(const std::string& text) {
       t.gpus.push_back(std::move(gpu));
     }
     for (const auto& n : j.at("nics")) {
-      Nic nic;
-      nic.name = n.at("name");
       std::string kind = n.at("kind");
-      nic.kind = kind == "ib" ? NicKind::ib : kind == "roce" ? NicKind::roce : NicKind::eth;
-      nic.netdev = n.at("netdev");
-      nic.rdma_device = n.at("rdma_device");
-      nic.verbs_device = n.value("verbs_device", "");  // absent in files written before it existed
-      nic.port = n.at("port");
-      nic.state = n.at("state");
-      nic.rate_gbps = n.at("rate_gbps");
-      nic.lanes = n.at("lanes");
-      nic.mtu = n.at("mtu");
-      nic.guid = n.at("guid");
-      nic.pci = pci_from(n.at("pci"));
-      nic.locality = locality_from(n.at("locality"));
-      t.nics.push_back(std::move(nic));
+      // verbs_device is absent in files written before it existed
+      t.nics.push_back({.name = n.at("name"), .netdev = n.at("netdev"), .rdma_device = n.at("rdma_device"),
+                        .verbs_device = n.value("verbs_device", ""),
+                        .kind = kind == "ib" ? NicKind::ib : kind == "roce" ? NicKind::roce : NicKind::eth,
+                        .port = n.at("port"), .state = n.at("state"), .rate_gbps = n.at("rate_gbps"), .lanes = n.at("lanes"),
+                        .mtu = n.at("mtu"), .guid = n.at("guid"), .pci = pci_from(n.at("pci")), .locality = locality_from(n.at("locality"))});
     }
     t.nvswitch_bus_ids = j.at("nvswitches").get<std::vector<std::string>>();
     t.notes = j.at("notes").get<std::vector<std::string>>();

@@ -1,8 +1,9 @@
 #include "cnet/topology/features.hpp"
 
 #include <cctype>
-#include <charconv>
 #include <cmath>
+
+#include "cnet/common/text.hpp"
 
 namespace cnet::topology {
 namespace {
@@ -10,15 +11,6 @@ namespace {
 constexpr unsigned kMemoryClasses[] = {8, 12, 16, 24, 32, 40, 48, 64, 80, 94, 96, 120, 128, 141, 144, 180, 192, 288};
 constexpr unsigned kIbRates[] = {10, 20, 40, 56, 100, 200, 400, 800};
 constexpr unsigned kEthRates[] = {1, 10, 25, 40, 50, 100, 200, 400, 800};
-
-// "80" in "gpumem80g": digits only, at most 6.
-std::optional<unsigned> digits(std::string_view s) {
-  if (s.empty() || s.size() > 6) return std::nullopt;
-  unsigned v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
 
 }  // namespace
 
@@ -53,7 +45,7 @@ std::string memory_class_feature(unsigned gb) { return "gpumem" + std::to_string
 
 std::optional<unsigned> parse_memory_class(std::string_view f) {
   if (!f.starts_with("gpumem") || !f.ends_with("g")) return std::nullopt;
-  return digits(f.substr(6, f.size() - 7));
+  return common::parse_unsigned(f.substr(6, f.size() - 7), 6);
 }
 
 std::string fabric_feature(NicKind kind, unsigned rate_gbps) {
@@ -67,7 +59,7 @@ std::optional<FabricFeature> parse_fabric_feature(std::string_view f) {
   for (NicKind kind : {NicKind::ib, NicKind::roce, NicKind::eth}) {
     std::string_view name = to_string(kind);
     if (!f.starts_with(name)) continue;
-    if (auto rate = digits(f.substr(name.size()))) return FabricFeature{kind, *rate};
+    if (auto rate = common::parse_unsigned(f.substr(name.size()), 6)) return FabricFeature{kind, *rate};
   }
   return std::nullopt;
 }

@@ -16,6 +16,9 @@ std::string trim(std::string_view text);  // without leading/trailing spaces, ta
 std::string to_lower(std::string_view text);
 bool equal_ignoring_case(std::string_view a, std::string_view b);
 
+// A whole decimal number of at most `max_digits` digits, nothing else (no sign, no spaces); nullopt otherwise.
+std::optional<unsigned> parse_unsigned(std::string_view text, std::size_t max_digits = 9);
+
 // "0,1,3", "0-2,5" -> the indexes in the order given; nullopt on anything else, on a range written
 // high-low, or on more than `limit` entries. `range` is the character between bounds ('-', or ':' as
 // iptables writes port ranges).

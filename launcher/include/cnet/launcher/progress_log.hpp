@@ -22,7 +22,7 @@ class ProgressLog {
   ProgressLog(const ProgressLog&) = delete;
 
   const std::set<std::uint32_t>& done() const { return done_; }
-  void record(std::uint32_t micro_batch);  // appended and synced to disk
+  void record(std::uint32_t micro_batch);  // appended; call sync() to make the records durable
   void sync();
 
  private:
