@@ -1,9 +1,11 @@
 #include "cnet/common/files.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -86,6 +88,65 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view t
     ::unlink(tmp.c_str());
     throw FileError(e);
   }
+}
+
+namespace {
+
+void remove_entry(int parent, const std::string& name, const std::string& shown, const std::vector<uid_t>& owners) {
+  struct stat st {};
+  if (fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return;
+    throw FileError(shown + ": " + std::strerror(errno));
+  }
+  auto owned = [&](uid_t uid) { return std::find(owners.begin(), owners.end(), uid) != owners.end(); };
+  if (!S_ISDIR(st.st_mode)) {
+    if (!owned(st.st_uid)) throw FileError(shown + " belongs to uid " + std::to_string(st.st_uid) + ", not to this job: left in place");
+    if (unlinkat(parent, name.c_str(), 0) != 0 && errno != ENOENT) throw FileError(shown + ": cannot remove: " + std::strerror(errno));
+    return;
+  }
+  int fd = openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) throw FileError(shown + ": cannot open: " + std::strerror(errno));
+  // The owner of what was opened, not of what the name showed a moment ago: it may have been swapped.
+  if (fstat(fd, &st) != 0 || !owned(st.st_uid)) {
+    ::close(fd);
+    throw FileError(shown + " belongs to uid " + std::to_string(st.st_uid) + ", not to this job: left in place");
+  }
+  DIR* dir = fdopendir(fd);
+  if (!dir) {
+    ::close(fd);
+    throw FileError(shown + ": cannot list: " + std::strerror(errno));
+  }
+  std::vector<std::string> children;
+  while (dirent* e = readdir(dir))
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) children.emplace_back(e->d_name);
+  try {
+    for (const auto& child : children) remove_entry(dirfd(dir), child, shown + "/" + child, owners);
+  } catch (...) {
+    closedir(dir);
+    throw;
+  }
+  closedir(dir);
+  if (unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) throw FileError(shown + ": cannot remove: " + std::strerror(errno));
+}
+
+}  // namespace
+
+void remove_tree(const std::filesystem::path& path, const std::vector<uid_t>& owners) {
+  std::filesystem::path parent = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  std::string name = path.filename().string();
+  if (name.empty() || name == "." || name == "..") throw FileError(path.string() + ": not a removable name");
+  int fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return;
+    throw FileError(parent.string() + ": cannot open: " + std::strerror(errno));
+  }
+  try {
+    remove_entry(fd, name, path.string(), owners);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
 }
 
 }  // namespace cnet::common

@@ -1,34 +1,47 @@
 #include "cnet/doctor/checks.hpp"
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 
+#include "cnet/common/files.hpp"
+#include "cnet/common/slurm_config.hpp"
 #include "cnet/common/text.hpp"
+#include "cnet/doctor/firewall.hpp"
 #include "cnet/topology/check.hpp"
 
 namespace cnet::doctor {
 namespace {
 
-const std::set<std::string> kModeKeys = {"clock", "swap", "memlock", "nics", "dns", "gres", "firewall"};
-const std::set<std::string> kNumberKeys = {"clock.max_offset_ms", "net.core.rmem_max", "net.core.wmem_max", "fs.file-max", "nofile"};
+// What a site may set in doctor.conf, and the defaults. A check drains (fail) only for a fault of this
+// node that a job on it would hit; conditions many nodes share at once (a DNS outage, a cloud node not
+// yet powered, a site NTP outage) are warnings, so a health check never drains the whole cluster.
+const std::map<std::string, std::string> kSeverities = {
+    {"clock", "fail"},       // offset beyond clock.max_offset_ms: munge credentials fail on this node
+    {"clock.unsync", "warn"},  // no time source: a site NTP outage looks the same on every node
+    {"swap", "warn"},     {"sysctl", "warn"},   {"memlock", "fail"}, {"limits", "warn"},
+    {"nics", "fail"},     {"mtu", "fail"},      {"gres", "fail"},    {"discovery", "fail"},
+    {"dns", "warn"},      {"firewall", "fail"},
+};
+const std::map<std::string, std::string> kNumbers = {
+    {"clock.max_offset_ms", "1000"}, {"net.core.rmem_max", "4194304"}, {"net.core.wmem_max", "4194304"},
+    {"fs.file-max", "1000000"},      {"nofile", "65536"},              {"deadline.discovery", "15"},
+    {"deadline.dns", "10"},          {"deadline.firewall", "5"},       {"deadline.scontrol", "10"},
+};
+const std::set<std::string> kLists = {"nics.exclude", "dns.exclude", "gres.exclude", "mtu.nics"};
 
-Status mode_status(const std::string& mode) { return mode == "warn" ? Status::warn : Status::fail; }
+Status severity(const DoctorConfig& c, const std::string& check) {
+  std::string v = c.get(check);
+  return v == "warn" ? Status::warn : v == "off" ? Status::skip : Status::fail;
+}
 
 std::string mb(std::uint64_t kb) { return std::to_string(kb / 1024) + " MB"; }
 
-// Does an iptables-save rule drop or reject traffic to `port`?
-bool blocks(const std::string& rule, unsigned port) {
-  if (rule.find("-j DROP") == std::string::npos && rule.find("-j REJECT") == std::string::npos) return false;
-  static const std::regex dport(R"(--dports? ([0-9:,]+))");
-  std::smatch m;
-  if (!std::regex_search(rule, m, dport)) return false;
-  auto ports = common::parse_ranges(m[1].str(), 65536, ':');
-  return ports && std::find(ports->begin(), ports->end(), port) != ports->end();
+bool listed(const std::vector<std::string>& list, const std::string& a, const std::string& b = "") {
+  return std::find(list.begin(), list.end(), a) != list.end() || (!b.empty() && std::find(list.begin(), list.end(), b) != list.end());
 }
 
 }  // namespace
@@ -44,32 +57,42 @@ const char* to_string(Status s) {
 }
 
 DoctorConfig DoctorConfig::defaults() {
-  return {{{"clock", "fail"}, {"clock.max_offset_ms", "1000"}, {"swap", "warn"}, {"net.core.rmem_max", "4194304"},
-           {"net.core.wmem_max", "4194304"}, {"fs.file-max", "1000000"}, {"memlock", "fail"}, {"nofile", "65536"},
-           {"nics", "fail"}, {"dns", "fail"}, {"gres", "fail"}, {"firewall", "fail"}}};
+  DoctorConfig c;
+  c.values.insert(kSeverities.begin(), kSeverities.end());
+  c.values.insert(kNumbers.begin(), kNumbers.end());
+  return c;
 }
 
 DoctorConfig DoctorConfig::parse(const std::string& text, const std::string& source) {
   DoctorConfig c = defaults();
   std::istringstream in(text);
   std::string line;
+  static const std::regex kv(R"(^\s*([A-Za-z0-9_.\-]+)\s*=\s*(\S+)\s*$)");
   for (unsigned n = 1; std::getline(in, line); ++n) {
     if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
-    static const std::regex kv(R"(^\s*([A-Za-z0-9_.\-]+)\s*=\s*(\S+)\s*$)"), blank(R"(^\s*$)");
-    std::smatch m;
-    if (std::regex_match(line, blank)) continue;
+    if (common::trim(line).empty()) continue;
     auto where = source + ":" + std::to_string(n) + ": ";
-    if (!std::regex_match(line, m, kv)) throw std::runtime_error(where + "expected KEY = VALUE, found '" + line + "'");
+    std::smatch m;
+    if (!std::regex_match(line, m, kv)) throw std::runtime_error(where + "expected KEY = VALUE, found '" + common::printable(line, 80) + "'");
     std::string key = m[1], value = m[2];
-    if (kModeKeys.count(key)) {
-      if (value != "fail" && value != "warn" && value != "off") throw std::runtime_error(where + key + " must be fail, warn or off, not '" + value + "'");
-    } else if (kNumberKeys.count(key)) {
-      if (!std::regex_match(value, std::regex("[0-9]{1,19}"))) throw std::runtime_error(where + key + " must be a whole number (0 turns it off), not '" + value + "'");
+    if (kSeverities.count(key)) {
+      if (value != "fail" && value != "warn" && value != "off") throw std::runtime_error(where + key + " must be fail, warn or off, not '" + common::printable(value, 32) + "'");
+    } else if (kNumbers.count(key)) {
+      if (!std::regex_match(value, std::regex("[0-9]{1,19}"))) throw std::runtime_error(where + key + " must be a whole number (0 turns it off), not '" + common::printable(value, 32) + "'");
+      if (key.starts_with("deadline.") && (value == "0" || value.size() > 3))
+        throw std::runtime_error(where + key + " must be 1 to 999 seconds");
+    } else if (kLists.count(key)) {
+      try {
+        c.lists[key] = key == "dns.exclude" ? common::expand_hostlist(value) : common::split(value);
+      } catch (const common::ConfigError& e) {
+        throw std::runtime_error(where + key + ": " + e.what());
+      }
     } else {
-      std::string known;
-      for (const auto& k : kModeKeys) known += k + " ";
-      for (const auto& k : kNumberKeys) known += k + " ";
-      throw std::runtime_error(where + "unknown key '" + key + "' (known: " + known + ")");
+      std::vector<std::string> known;
+      for (const auto& [k, _] : kSeverities) known.push_back(k);
+      for (const auto& [k, _] : kNumbers) known.push_back(k);
+      known.insert(known.end(), kLists.begin(), kLists.end());
+      throw std::runtime_error(where + "unknown key '" + common::printable(key, 64) + "' (known: " + common::join(known, " ") + ")");
     }
     c.values[key] = value;
   }
@@ -77,11 +100,11 @@ DoctorConfig DoctorConfig::parse(const std::string& text, const std::string& sou
 }
 
 DoctorConfig DoctorConfig::load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read config " + path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return parse(s.str(), path);
+  try {
+    return parse(common::read_file(path, 1u << 20), path);
+  } catch (const common::FileError& e) {
+    throw std::runtime_error(std::string("cannot read config: ") + e.what());
+  }
 }
 
 std::string DoctorConfig::get(const std::string& key) const {
@@ -89,40 +112,51 @@ std::string DoctorConfig::get(const std::string& key) const {
   return it == values.end() ? "" : it->second;
 }
 
+const std::vector<std::string>& DoctorConfig::list(const std::string& key) const {
+  static const std::vector<std::string> none;
+  auto it = lists.find(key);
+  return it == lists.end() ? none : it->second;
+}
+
+std::chrono::seconds DoctorConfig::deadline(const std::string& what) const {
+  return std::chrono::seconds(std::stoul(get("deadline." + what)));
+}
+
 std::vector<CheckResult> run_checks(const NodeFacts& f, const DoctorConfig& c) {
   std::vector<CheckResult> out;
   auto on = [&](const char* key) { return c.get(key) != "off"; };
   auto add = [&](std::string check, Status s, std::string seen, std::string fix = "") {
+    if (s == Status::skip && seen.empty()) return;  // turned off
     out.push_back({std::move(check), s, std::move(seen), s == Status::pass || s == Status::skip ? "" : std::move(fix)});
   };
 
-  if (on("clock")) {
+  if (on("clock") || on("clock.unsync")) {
     double limit = std::stod(c.get("clock.max_offset_ms"));
     if (!f.clock.known) add("clock", Status::skip, "clock state not readable");
-    else if (!f.clock.synchronized)
-      add("clock", mode_status(c.get("clock")), "not synchronized to a time source",
-          "run chronyd or ntpd (systemctl enable --now chrony) and wait until it has synced");
-    else if (std::fabs(f.clock.offset_ms) > limit)
-      add("clock", mode_status(c.get("clock")), "offset " + std::to_string(std::lround(f.clock.offset_ms)) + " ms (limit " + c.get("clock.max_offset_ms") + " ms)",
+    else if (limit > 0 && std::fabs(f.clock.offset_ms) > limit)
+      add("clock", severity(c, "clock"), "offset " + std::to_string(std::lround(f.clock.offset_ms)) + " ms (limit " + c.get("clock.max_offset_ms") + " ms)",
           "check the time source (chronyc tracking); Slurm's munge credentials fail past a few minutes' skew");
+    else if (!f.clock.synchronized)
+      add("clock", severity(c, "clock.unsync"), "not synchronized to a time source",
+          "run chronyd or ntpd (systemctl enable --now chrony) and wait until it has synced; if every node says so, the site's time source is down");
     else add("clock", Status::pass, "synchronized, offset " + std::to_string(std::lround(f.clock.offset_ms)) + " ms");
   }
 
   if (on("swap")) {
-    if (f.swap_kb > 0) add("swap", mode_status(c.get("swap")), mb(f.swap_kb) + " of swap configured", "swapoff -a, and remove swap from /etc/fstab");
+    if (f.swap_kb > 0) add("swap", severity(c, "swap"), mb(f.swap_kb) + " of swap configured", "swapoff -a, and remove swap from /etc/fstab");
     else add("swap", Status::pass, "off");
   }
 
   for (const char* key : {"net.core.rmem_max", "net.core.wmem_max", "fs.file-max"}) {
     std::uint64_t want = std::stoull(c.get(key));
-    if (want == 0) continue;
+    if (want == 0 || !on("sysctl")) continue;
     auto it = f.sysctl.find(key);
     if (it == f.sysctl.end()) {
       add(key, Status::skip, "not readable");
       continue;
     }
     std::uint64_t have = std::strtoull(it->second.c_str(), nullptr, 10);
-    if (have < want) add(key, Status::warn, it->second + " (want at least " + c.get(key) + ")", "sysctl -w " + std::string(key) + "=" + c.get(key) + " and persist it in /etc/sysctl.d/");
+    if (have < want) add(key, severity(c, "sysctl"), it->second + " (want at least " + c.get(key) + ")", "sysctl -w " + std::string(key) + "=" + c.get(key) + " and persist it in /etc/sysctl.d/");
     else add(key, Status::pass, it->second);
   }
 
@@ -130,27 +164,41 @@ std::vector<CheckResult> run_checks(const NodeFacts& f, const DoctorConfig& c) {
     bool rdma = std::any_of(f.topology.nics.begin(), f.topology.nics.end(), [](const topology::Nic& n) { return !n.rdma_device.empty(); });
     if (!f.memlock_bytes) add("memlock", Status::pass, "unlimited");
     else
-      add("memlock", rdma ? mode_status(c.get("memlock")) : Status::warn,
+      add("memlock", rdma ? severity(c, "memlock") : Status::warn,
           std::to_string(*f.memlock_bytes / 1024) + " KB locked memory limit" + (rdma ? " on a node with RDMA NICs" : ""),
           "RDMA registers memory: LimitMEMLOCK=infinity for slurmd (systemd) and '* - memlock unlimited' in /etc/security/limits.conf");
   }
-  if (std::uint64_t want = std::stoull(c.get("nofile")); want > 0) {
-    if (f.open_files < want) add("nofile", Status::warn, std::to_string(f.open_files) + " open files (want at least " + c.get("nofile") + ")",
+  if (std::uint64_t want = std::stoull(c.get("nofile")); want > 0 && on("limits")) {
+    if (f.open_files < want) add("nofile", severity(c, "limits"), std::to_string(f.open_files) + " open files (want at least " + c.get("nofile") + ")",
                                  "raise LimitNOFILE for slurmd and nofile in /etc/security/limits.conf");
     else add("nofile", Status::pass, f.open_files == UINT64_MAX ? "unlimited" : std::to_string(f.open_files));
   }
 
-  if (on("nics")) {
+  // A discovery that hung is this node's own fault (its driver or sysfs), and jobs would hang on it too.
+  if (f.topology_hung) add("discovery", severity(c, "discovery"), f.topology_problem, "check the GPU driver (nvidia-smi; dmesg | grep -i xid) and reboot the node if it hangs");
+
+  if (on("nics") || on("mtu")) {
     if (!f.topology_problem.empty()) {
-      add("nics", Status::warn, "topology not readable: " + f.topology_problem, "run cnet-topo on the node to see why");
+      if (!f.topology_hung) add("nics", Status::warn, "topology not readable: " + f.topology_problem, "run cnet-topo on the node to see why");
     } else {
+      topology::CheckOptions options;
+      options.fabric = c.list("mtu.nics").empty() ? f.job_fabric : c.list("mtu.nics");
+      bool rdma = std::any_of(f.topology.nics.begin(), f.topology.nics.end(), [](const topology::Nic& n) { return n.kind != topology::NicKind::eth; });
+      const auto& excluded = c.list("nics.exclude");
       bool any = false;
-      for (const auto& finding : topology::check_links(f.topology)) {
-        if (!finding.link_fault) continue;
+      for (const auto& finding : topology::check_links(f.topology, options)) {
+        if (finding.kind != topology::FindingKind::link_fault || listed(excluded, finding.subject)) continue;
+        bool mtu = finding.aspect == "mtu";
+        if (!on(mtu ? "mtu" : "nics")) continue;
         any = true;
-        add("nic " + finding.subject, mode_status(c.get("nics")), finding.problem, finding.fix);
+        add((mtu ? "mtu " : "nic ") + finding.subject, severity(c, mtu ? "mtu" : "nics"), finding.problem, finding.fix);
       }
-      if (!any) add("nics", Status::pass, std::to_string(f.topology.nics.size()) + " NICs, no link problem");
+      if (!any) {
+        std::string seen = std::to_string(f.topology.nics.size()) + " NICs, no link problem";
+        if (options.fabric.empty() && !rdma && f.topology.nics.size() > 1)
+          seen += "; MTUs not compared (an Ethernet-only node: name the job fabric with mtu.nics in doctor.conf)";
+        add("nics", Status::pass, seen);
+      }
     }
   }
 
@@ -158,9 +206,9 @@ std::vector<CheckResult> run_checks(const NodeFacts& f, const DoctorConfig& c) {
     unsigned gpus_declared = 0, missing = 0;
     for (const auto& d : f.gres_devices) {
       if (d.name == "gpu") ++gpus_declared;
-      if (!d.present) {
+      if (!d.present && !listed(c.list("gres.exclude"), d.file)) {
         ++missing;
-        add("gres " + d.name, mode_status(c.get("gres")), "gres.conf lists " + d.file + " but it does not exist",
+        add("gres " + d.name, severity(c, "gres"), "gres.conf lists " + d.file + " but it does not exist",
             "load the driver, or correct gres.conf (cnet-topo --format gres writes it)");
       }
     }
@@ -170,31 +218,39 @@ std::vector<CheckResult> run_checks(const NodeFacts& f, const DoctorConfig& c) {
     if (!missing && !f.gres_devices.empty()) add("gres", Status::pass, std::to_string(f.gres_devices.size()) + " device files present");
   }
 
+  // Name resolution is shared by every node: a name that does not resolve is the same everywhere.
   if (on("dns")) {
-    unsigned bad = 0;
+    std::vector<std::string> bad;
     for (const auto& [node, addr] : f.resolved)
-      if (addr.empty()) {
-        ++bad;
-        add("dns " + node, mode_status(c.get("dns")), node + " does not resolve", "add it to DNS or /etc/hosts on every node");
-      }
-    if (!bad && !f.resolved.empty()) add("dns", Status::pass, std::to_string(f.resolved.size()) + " nodes resolve");
+      if (addr.empty() && !listed(c.list("dns.exclude"), node)) bad.push_back(node);
+    if (!bad.empty())
+      add("dns", severity(c, "dns"), std::to_string(bad.size()) + " of " + std::to_string(f.resolved.size()) + " nodes do not resolve: " +
+          common::join(std::vector<std::string>(bad.begin(), bad.begin() + std::min<std::size_t>(bad.size(), 8)), ", ") + (bad.size() > 8 ? ", ..." : ""),
+          "add them to DNS or /etc/hosts on every node (State=CLOUD nodes and dns.exclude are not checked)");
+    if (!f.unresolved_in_time.empty())
+      add("dns", Status::warn, std::to_string(f.unresolved_in_time.size()) + " lookups had not answered within " + c.get("deadline.dns") + " s",
+          "check the resolvers in /etc/resolv.conf; slow lookups also slow every job start");
+    if (bad.empty() && f.unresolved_in_time.empty() && !f.resolved.empty())
+      add("dns", Status::pass, std::to_string(f.resolved.size()) + " nodes resolve" +
+                               (f.cloud_nodes.empty() ? "" : " (" + std::to_string(f.cloud_nodes.size()) + " CLOUD nodes not checked)"));
   }
 
+  // The kernel's verdict on what matters: the controller's connection to this node's slurmd.
   if (on("firewall")) {
     if (!f.firewall_known) {
-      add("firewall", Status::skip, "rules not readable (no iptables-save)");
+      add("firewall", f.firewall_problem.find("did not answer") != std::string::npos ? Status::warn : Status::skip,
+          "rules not readable: " + (f.firewall_problem.empty() ? std::string("no iptables-save") : f.firewall_problem));
     } else {
-      std::istringstream rules(f.firewall_rules);
-      std::string rule;
-      bool blocked = false;
-      while (std::getline(rules, rule))
-        for (unsigned port : f.slurm_ports)
-          if (!blocked && blocks(rule, port)) {
-            blocked = true;
-            add("firewall", mode_status(c.get("firewall")), "'" + rule + "' blocks Slurm port " + std::to_string(port),
-                "allow the Slurm ports (SlurmctldPort, SlurmdPort, SrunPortRange) and UCX/NCCL traffic between nodes");
-          }
-      if (!blocked) add("firewall", Status::pass, "no rule blocks the Slurm ports");
+      Connection conn{f.controller_address, f.slurmd_port, interface_for(f.route_table, f.controller_address)};
+      FirewallVerdict v = evaluate_firewall(f.firewall_rules, conn);
+      std::string from = f.controller.empty() ? "the controller" : "slurmctld (" + f.controller + (conn.source.empty() ? "" : " at " + conn.source) + ")";
+      if (v.kind == FirewallVerdict::blocked)
+        add("firewall", severity(c, "firewall"), "'" + common::printable(v.rule, 160) + "' blocks Slurm port " + std::to_string(f.slurmd_port) + " for " + from,
+            "allow the Slurm ports (SlurmctldPort, SlurmdPort, SrunPortRange) and UCX/NCCL traffic between nodes");
+      else if (v.kind == FirewallVerdict::unknown)
+        add("firewall", Status::warn, "cannot tell whether '" + common::printable(v.rule, 160) + "' blocks Slurm port " + std::to_string(f.slurmd_port) + ": " + v.why,
+            "check by hand that " + from + " reaches port " + std::to_string(f.slurmd_port));
+      else add("firewall", Status::pass, "Slurm port " + std::to_string(f.slurmd_port) + " open to " + from);
     }
   }
   return out;
@@ -240,13 +296,30 @@ std::string results_table(const std::vector<CheckResult>& results) {
   return out.str();
 }
 
+NodeState node_state(const std::string& scontrol_line) {
+  NodeState s;
+  // `scontrol show node -o`: Key=Value fields separated by spaces; Reason= runs to the end of the line.
+  std::string line = scontrol_line.substr(0, scontrol_line.find('\n'));
+  if (auto at = line.find(" State="); at != std::string::npos) {
+    std::string state = line.substr(at + 7, line.find(' ', at + 7) - at - 7);
+    for (const auto& flag : common::split(state, '+'))
+      if (flag == "DRAIN" || flag == "DRAINED" || flag == "DRAINING") s.drained = true;
+    s.known = true;
+  }
+  if (auto at = line.find(" Reason="); at != std::string::npos) {
+    s.reason = line.substr(at + 8);
+    if (auto stamp = s.reason.rfind(" ["); stamp != std::string::npos && s.reason.back() == ']') s.reason.erase(stamp);
+  }
+  return s;
+}
+
 HealthAction health_action(const std::vector<CheckResult>& results, bool drained, const std::string& current_reason) {
   bool ours = current_reason.rfind(kDrainPrefix, 0) == 0;
   for (const auto& r : results)
     if (r.status == Status::fail) {
       std::string reason = std::string(kDrainPrefix) + " " + r.check + ": " + r.seen;
       for (auto& ch : reason)
-        if (ch == '"' || ch == '\'' || ch == '\n') ch = ' ';
+        if (ch == '"' || ch == '\'' || ch == '\n' || static_cast<unsigned char>(ch) < 0x20) ch = ' ';
       if (reason.size() > 200) reason.resize(200);
       if (drained && (!ours || current_reason == reason)) return {};  // an admin's drain, or ours already
       return {HealthAction::drain, reason};

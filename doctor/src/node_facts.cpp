@@ -1,6 +1,7 @@
 #include "cnet/doctor/node_facts.hpp"
 
 #include <netdb.h>
+#include <signal.h>
 #include <sys/timex.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -15,9 +16,11 @@
 
 #include "cnet/common/files.hpp"
 #include "cnet/common/host.hpp"
+#include "cnet/common/process.hpp"
 #include "cnet/common/slurm_config.hpp"
 #include "cnet/common/text.hpp"
 #include "cnet/topology/discover.hpp"
+#include "cnet/topology/emit.hpp"
 
 namespace cnet::doctor {
 namespace {
@@ -79,18 +82,6 @@ void read_limits(const std::string& root, NodeFacts& f) {
   }
 }
 
-std::string resolve(const std::string& name) {
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_socktype = SOCK_STREAM;
-  if (getaddrinfo(name.c_str(), nullptr, &hints, &res) != 0 || !res) return "";
-  char text[INET6_ADDRSTRLEN] = {};
-  void* addr = res->ai_family == AF_INET ? static_cast<void*>(&reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr)
-                                         : static_cast<void*>(&reinterpret_cast<sockaddr_in6*>(res->ai_addr)->sin6_addr);
-  inet_ntop(res->ai_family, addr, text, sizeof text);
-  freeaddrinfo(res);
-  return text;
-}
-
 }  // namespace
 
 std::vector<SlurmNode> slurm_conf_nodes(const std::string& text) {
@@ -100,11 +91,142 @@ std::vector<SlurmNode> slurm_conf_nodes(const std::string& text) {
     if (!name || common::equal_ignoring_case(*name, "DEFAULT")) continue;
     auto names = hosts_of(*name);
     auto addrs = line.find("NodeAddr") ? hosts_of(*line.find("NodeAddr")) : std::vector<std::string>{};
+    bool cloud = common::equal_ignoring_case(line.value("State"), "CLOUD");
     for (std::size_t i = 0; i < names.size(); ++i)
-      out.push_back({names[i], addrs.size() == names.size() ? addrs[i] : addrs.size() == 1 ? addrs[0] : names[i]});
+      out.push_back({names[i], addrs.size() == names.size() ? addrs[i] : addrs.size() == 1 ? addrs[0] : names[i], cloud});
   }
   return out;
 }
+
+std::map<std::string, std::string> resolve_all(const std::vector<std::string>& names, std::chrono::milliseconds deadline,
+                                               std::vector<std::string>& late) {
+  // One batch, answered in parallel by glibc's resolver threads and waited for until the deadline.
+  // Lookups still in flight then keep using the batch, so it is freed only when none is.
+  struct Batch {
+    std::vector<std::string> names;
+    addrinfo hints{};
+    std::vector<gaicb> requests;
+    std::vector<gaicb*> list;
+  };
+  auto* batch = new Batch{names, {}, std::vector<gaicb>(names.size()), {}};
+  batch->hints.ai_socktype = SOCK_STREAM;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    batch->requests[i] = gaicb{};
+    batch->requests[i].ar_name = batch->names[i].c_str();
+    batch->requests[i].ar_request = &batch->hints;
+    batch->list.push_back(&batch->requests[i]);
+  }
+  std::map<std::string, std::string> out;
+  sigevent none{};
+  none.sigev_notify = SIGEV_NONE;
+  if (!names.empty() && getaddrinfo_a(GAI_NOWAIT, batch->list.data(), static_cast<int>(names.size()), &none) != 0) {
+    late = names;
+    delete batch;
+    return out;
+  }
+  auto until = std::chrono::steady_clock::now() + deadline;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    gaicb& req = batch->requests[i];
+    while (gai_error(&req) == EAI_INPROGRESS) {
+      auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(until - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      timespec ts{static_cast<time_t>(left.count() / 1000000000), static_cast<long>(left.count() % 1000000000)};
+      const gaicb* one[] = {&req};
+      gai_suspend(one, 1, &ts);
+    }
+    int rc = gai_error(&req);
+    if (rc == EAI_INPROGRESS) {
+      gai_cancel(&req);
+      late.push_back(names[i]);
+      continue;
+    }
+    std::string text;
+    if (rc == 0 && req.ar_result) {
+      char buf[INET6_ADDRSTRLEN] = {};
+      const addrinfo* r = req.ar_result;
+      const void* addr = r->ai_family == AF_INET ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(r->ai_addr)->sin_addr)
+                                                 : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(r->ai_addr)->sin6_addr);
+      inet_ntop(r->ai_family, addr, buf, sizeof buf);
+      text = buf;
+      freeaddrinfo(req.ar_result);
+    }
+    out[names[i]] = text;
+  }
+  if (late.empty()) delete batch;  // else left to the resolver threads still using it; the process ends soon
+  return out;
+}
+
+namespace {
+
+// Discovery in a child process with a deadline: a hung driver (NVML) or a sysfs read that never
+// returns is then a verdict about this node, not a health check that never ends.
+void discover_within(const GatherOptions& o, NodeFacts& f) {
+  topology::DiscoveryOptions d;
+  if (o.root != "/") d.sysfs_root = o.root, d.use_nvml = false;
+  auto r = common::run_in_child([&] { return topology::to_json(topology::discover(d)); }, o.deadlines.discovery);
+  if (r.timed_out) {
+    f.topology_hung = true;
+    f.topology_problem = "GPU/NIC discovery did not finish within " + std::to_string(o.deadlines.discovery.count()) +
+                         " s (a hung GPU driver or a sysfs read that never returns)";
+  } else if (!r.ok()) {
+    f.topology_problem = r.output.empty() ? "discovery failed (exit " + std::to_string(r.exit_code) + ")" : r.output;
+  } else {
+    try {
+      f.topology = topology::from_json(r.output);
+    } catch (const std::exception& e) {
+      f.topology_problem = e.what();
+    }
+  }
+}
+
+// SlurmctldHost=name or name(address); SlurmctldAddr= wins for the address.
+void read_controller(const std::vector<common::ConfigLine>& lines, NodeFacts& f) {
+  for (const auto& l : lines) {
+    if (const std::string* host = l.find("SlurmctldHost"); host && f.controller.empty()) {
+      auto open = host->find('(');
+      f.controller = host->substr(0, open);
+      if (open != std::string::npos && host->back() == ')') f.controller_address = host->substr(open + 1, host->size() - open - 2);
+    }
+    if (const std::string* v = l.find("ControlMachine"); v && f.controller.empty()) f.controller = *v;
+    if (const std::string* v = l.find("ControlAddr"); v && f.controller_address.empty()) f.controller_address = *v;
+    if (const std::string* v = l.find("SlurmctldAddr")) f.controller_address = *v;
+    if (const std::string* v = l.find("SlurmctldPort")) f.slurmctld_port = common::parse_unsigned(*v, 5).value_or(6817);
+    if (const std::string* v = l.find("SlurmdPort")) f.slurmd_port = common::parse_unsigned(*v, 5).value_or(6818);
+  }
+}
+
+void read_firewall(const GatherOptions& o, NodeFacts& f) {
+  if (!o.firewall_rules_file.empty()) {
+    try {
+      f.firewall_rules = common::read_file(o.firewall_rules_file, 16u << 20);
+      f.firewall_known = true;
+    } catch (const common::FileError& e) {
+      f.firewall_problem = e.what();
+    }
+    return;
+  }
+  if (o.root != "/" || !fs::exists("/usr/sbin/iptables-save")) {
+    f.firewall_problem = "no iptables-save here";
+    return;
+  }
+  auto r = common::run_command({"/usr/sbin/iptables-save"}, o.deadlines.firewall);
+  if (r.timed_out) f.firewall_problem = "iptables-save did not answer within " + std::to_string(o.deadlines.firewall.count()) + " s";
+  else if (!r.ok()) f.firewall_problem = "iptables-save failed (exit " + std::to_string(r.exit_code) + ")";
+  else f.firewall_rules = r.output, f.firewall_known = true;
+}
+
+// The NICs the job environment names (UCX_NET_DEVICES=mlx5_0:1,eth0  NCCL_SOCKET_IFNAME==ib0,eth0).
+std::vector<std::string> job_fabric_from_environment() {
+  std::vector<std::string> out;
+  for (const char* var : {"UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME"}) {
+    const char* v = std::getenv(var);
+    if (!v || std::string(v) == "all") continue;
+    for (auto item : common::split(v[0] == '=' || v[0] == '^' ? v + 1 : v)) out.push_back(item.substr(0, item.find(':')));
+  }
+  return out;
+}
+
+}  // namespace
 
 NodeFacts gather_facts(const GatherOptions& o) {
   NodeFacts f;
@@ -117,6 +239,7 @@ NodeFacts gather_facts(const GatherOptions& o) {
     f.clock.synchronized = state != TIME_ERROR && !(tx.status & STA_UNSYNC);
     f.clock.offset_ms = static_cast<double>(tx.offset) / ((tx.status & STA_NANO) ? 1e6 : 1e3);
     f.clock.max_error_ms = static_cast<double>(tx.maxerror) / 1e3;
+    f.job_fabric = job_fabric_from_environment();
   }
 
   std::istringstream swaps(read_text(under(o.root, "/proc/swaps")));
@@ -134,32 +257,33 @@ NodeFacts gather_facts(const GatherOptions& o) {
     if (auto v = common::trim(read_text(under(o.root, rel))); !v.empty()) f.sysctl[key] = v;
   }
   read_limits(o.root, f);
+  f.route_table = read_text(under(o.root, "/proc/net/route"));
 
-  try {
-    topology::DiscoveryOptions d;
-    if (o.root != "/") d.sysfs_root = o.root, d.use_nvml = false;
-    f.topology = topology::discover(d);
-  } catch (const std::exception& e) {
-    f.topology_problem = e.what();
-  }
+  discover_within(o, f);
   f.topology.hostname = f.hostname;
 
   std::string conf = o.slurm_conf;
   if (conf.empty()) conf = std::getenv("SLURM_CONF") ? std::getenv("SLURM_CONF") : "/etc/slurm/slurm.conf";
   std::string conf_text = read_text(conf);
-  std::vector<std::string> nodes = o.nodes;
+  auto lines = config_lines(conf_text, conf);
+  read_controller(lines, f);
+  std::vector<std::string> nodes = o.nodes, lookups;
   std::map<std::string, std::string> address_of;
   for (const auto& n : slurm_conf_nodes(conf_text)) {
     address_of[n.name] = n.address;
-    if (o.nodes.empty()) nodes.push_back(n.name);
+    if (n.cloud) f.cloud_nodes.push_back(n.name);
+    else if (o.nodes.empty()) nodes.push_back(n.name);
   }
-  for (const auto& n : nodes) f.resolved[n] = resolve(address_of.count(n) ? address_of[n] : n);
-  unsigned ctld = 6817, slurmd = 6818;
-  for (const auto& l : config_lines(conf_text, conf)) {
-    if (const std::string* v = l.find("SlurmctldPort")) ctld = static_cast<unsigned>(std::strtoul(v->c_str(), nullptr, 10));
-    if (const std::string* v = l.find("SlurmdPort")) slurmd = static_cast<unsigned>(std::strtoul(v->c_str(), nullptr, 10));
+  for (const auto& n : nodes) lookups.push_back(address_of.count(n) ? address_of[n] : n);
+  if (f.controller_address.empty() && !f.controller.empty()) lookups.push_back(f.controller);
+  std::vector<std::string> late;
+  auto answers = resolve_all(lookups, o.deadlines.dns, late);
+  for (const auto& n : nodes) {
+    const std::string& key = address_of.count(n) ? address_of[n] : n;
+    if (answers.count(key)) f.resolved[n] = answers[key];
+    else f.unresolved_in_time.push_back(n);
   }
-  f.slurm_ports = {ctld, slurmd};
+  if (f.controller_address.empty() && answers.count(f.controller)) f.controller_address = answers[f.controller];
 
   // gres.conf beside slurm.conf: the device files promised for this node.
   fs::path gres_conf = fs::path(conf).parent_path() / "gres.conf";
@@ -172,22 +296,7 @@ NodeFacts gather_facts(const GatherOptions& o) {
     if (!name || !file) continue;
     for (const auto& path : hosts_of(*file)) f.gres_devices.push_back({*name, path, fs::exists(under(o.root, path))});
   }
-
-  if (!o.firewall_rules_file.empty()) {
-    try {
-      f.firewall_rules = common::read_file(o.firewall_rules_file, 16u << 20);
-      f.firewall_known = true;
-    } catch (const common::FileError&) {
-      f.firewall_known = false;
-    }
-  } else if (o.root == "/" && fs::exists("/usr/sbin/iptables-save")) {
-    if (FILE* p = popen("/usr/sbin/iptables-save 2>/dev/null", "r")) {  // a fixed command, no user input
-      char buf[4096];
-      std::size_t n;
-      while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) f.firewall_rules.append(buf, n);
-      f.firewall_known = pclose(p) == 0;
-    }
-  }
+  read_firewall(o, f);
   return f;
 }
 

@@ -11,15 +11,13 @@
 // writes the verdicts for node_exporter's textfile collector.
 #include <boost/program_options.hpp>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <ctime>
 #include <iostream>
 
 #include "cnet/common/version.hpp"
 #include "cnet/common/files.hpp"
+#include "cnet/common/process.hpp"
 #include "cnet/common/text.hpp"
 #include "cnet/doctor/checks.hpp"
 #include "cnet/doctor/job_mode.hpp"
@@ -29,33 +27,15 @@ using namespace cnet::doctor;
 
 namespace {
 
-// Runs scontrol with these arguments (no shell), SLURM_CONF pointing at the cluster's config.
-int scontrol(const std::vector<std::string>& args, const std::string& slurm_conf, std::string* output) {
-  int fds[2];
-  if (pipe(fds) != 0) return -1;
-  pid_t pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    if (!slurm_conf.empty()) setenv("SLURM_CONF", slurm_conf.c_str(), 1);
-    std::vector<char*> argv = {const_cast<char*>("scontrol")};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execvp("scontrol", argv.data());
-    _exit(127);
-  }
-  close(fds[1]);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (output) *output = out;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+// Runs scontrol with these arguments (no shell, a deadline), SLURM_CONF pointing at the cluster's config.
+int scontrol(const std::vector<std::string>& args, const std::string& slurm_conf, std::chrono::seconds deadline, std::string* output) {
+  std::vector<std::string> argv = {"scontrol"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::pair<std::string, std::string>> env;
+  if (!slurm_conf.empty()) env.emplace_back("SLURM_CONF", slurm_conf);
+  auto r = cnet::common::run_command(argv, deadline, env);
+  if (output) *output = r.output;
+  return r.ok() ? 0 : r.timed_out ? -2 : -1;
 }
 
 // node_exporter's textfile: a failure to write it is reported, never fatal (the checks still count).
@@ -73,24 +53,20 @@ int health_check(const NodeFacts& facts, const DoctorConfig& config, const std::
   auto results = run_checks(facts, config);
   write_metrics(prometheus, node, results);
   std::string shown;
-  if (scontrol({"show", "node", "-o", node}, slurm_conf, &shown) != 0) {
-    std::fprintf(stderr, "cnet-doctor: cannot read node %s from slurmctld; leaving it as it is\n", node.c_str());
+  auto deadline = config.deadline("scontrol");
+  NodeState state;
+  if (int rc = scontrol({"show", "node", "-o", node}, slurm_conf, deadline, &shown); rc != 0 || !(state = node_state(shown)).known) {
+    std::fprintf(stderr, "cnet-doctor: cannot read node %s from slurmctld%s; leaving it as it is\n", node.c_str(),
+                 rc == -2 ? " (scontrol did not answer in time)" : "");
     return 0;
   }
-  bool drained = shown.find("DRAIN") != std::string::npos;
-  std::string reason;
-  if (auto at = shown.find("Reason="); at != std::string::npos) {
-    reason = shown.substr(at + 7);
-    if (auto nl = reason.find('\n'); nl != std::string::npos) reason.erase(nl);
-    if (auto stamp = reason.rfind(" ["); stamp != std::string::npos && reason.back() == ']') reason.erase(stamp);
-  }
-  HealthAction action = health_action(results, drained, reason);
+  HealthAction action = health_action(results, state.drained, state.reason);
   if (action.kind == HealthAction::drain) {
     std::fprintf(stderr, "cnet-doctor: draining %s: %s\n", node.c_str(), action.reason.c_str());
-    scontrol({"update", "NodeName=" + node, "State=DRAIN", "Reason=" + action.reason}, slurm_conf, nullptr);
+    scontrol({"update", "NodeName=" + node, "State=DRAIN", "Reason=" + action.reason}, slurm_conf, deadline, nullptr);
   } else if (action.kind == HealthAction::resume) {
     std::fprintf(stderr, "cnet-doctor: %s is healthy again; resuming it\n", node.c_str());
-    scontrol({"update", "NodeName=" + node, "State=RESUME"}, slurm_conf, nullptr);
+    scontrol({"update", "NodeName=" + node, "State=RESUME"}, slurm_conf, deadline, nullptr);
   }
   return 0;
 }
@@ -143,6 +119,7 @@ int main(int argc, char** argv) {
   }
   g.nodes = cnet::common::split(nodes);
   g.live_process_limits = g.root == "/";
+  g.deadlines = {config.deadline("discovery"), config.deadline("dns"), config.deadline("firewall")};
   if (node.empty()) node = std::getenv("SLURMD_NODENAME") ? std::getenv("SLURMD_NODENAME") : "";
   g.hostname = node;
 

@@ -1,5 +1,7 @@
 #include "cnet/launcher/inference_job.hpp"
 
+#include <sys/stat.h>
+
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -68,20 +70,46 @@ bool resuming(const InferenceOptions& o) {
   return o.resume == R::yes || (o.resume == R::automatic && std::filesystem::exists(o.output + ".progress"));
 }
 
-// The writer's side: rows into the output file, synced batches into the progress log, a progress line.
+// An output that is one of the job's inputs would be destroyed while it is read (truncated under its
+// mapping): refused, also when it is the same file under another name or a hard link.
+void refuse_output_over_inputs(const InferenceOptions& o) {
+  auto id = [](const std::string& p) -> std::optional<std::pair<dev_t, ino_t>> {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) return std::nullopt;
+    return std::pair{st.st_dev, st.st_ino};
+  };
+  std::string layers = std::filesystem::path(o.model).replace_extension(".layers.json").string();
+  for (const std::string& out : {o.output, o.output + ".partial", o.output + ".progress"}) {
+    auto mine = id(out);
+    if (!mine) continue;
+    for (auto [flag, in] : {std::pair{"--model", o.model}, {"--input", o.input}, {"the model's layer list", layers}})
+      if (id(in) == mine)
+        throw FormatError("--output " + o.output + ": " + out + " is the same file as " + flag + " " + in +
+                          " (the same path or a link to it); writing it would destroy it: choose another output file");
+  }
+}
+
+// The writer's side: rows into OUTPUT.partial (renamed to OUTPUT only once every micro-batch is in, so
+// a file by the output's name is always complete), synced batches into the progress log, a progress line.
 class OutputSink {
  public:
   OutputSink(const InferenceOptions& o, std::size_t rows, std::size_t width, const std::string& identity, std::size_t total, bool resume)
-      : name_(o.name), width_(width), total_(total),
-        log_(resume ? ProgressLog::resume(o.output + ".progress", identity) : ProgressLog::start(o.output + ".progress", identity)),
-        file_(o.output, {{"output", {rows, width}}}, {{"cnet.name", o.name}, {"format", "pt"}}, !resume) {
+      : name_(o.name), output_(o.output), partial_(o.output + ".partial"), width_(width), total_(total),
+        log_(resume ? ProgressLog::resume(o.output + ".progress", identity, static_cast<std::uint32_t>(total))
+                    : ProgressLog::start(o.output + ".progress", identity)) {
     done_before_ = log_.done().size();
+    bool finished_before = resume && done_before_ == total && !std::filesystem::exists(partial_) && std::filesystem::exists(output_);
+    if (finished_before) return;  // an earlier run completed it: nothing left to write
+    if (resume && !std::filesystem::exists(partial_))
+      throw FormatError("cannot resume into " + output_ + ": " + partial_ + " is missing (run without --resume to start over)");
+    file_.emplace(partial_, std::vector<TensorSpec>{{"output", {rows, width}}}, std::map<std::string, std::string>{{"cnet.name", o.name}, {"format", "pt"}},
+                  !resume);
   }
   const std::set<std::uint32_t>& done() const { return log_.done(); }
   std::size_t done_before() const { return done_before_; }
 
   void put(const MicroBatch& mb, std::span<const float> rows) {
-    file_.write("output", mb.first_row * width_, rows);
+    file_->write("output", mb.first_row * width_, rows);
     pending_.push_back(mb.index);
     rows_ += mb.rows;
     if (seconds_since(last_flush_) > 0.5) flush();
@@ -89,16 +117,27 @@ class OutputSink {
   }
   void flush() {
     if (pending_.empty()) return;
-    file_.sync();  // rows first, then the record that they are there
+    file_->sync();  // rows first, then the record that they are there
     for (auto mb : pending_) log_.record(mb);
     log_.sync();
     pending_.clear();
     last_flush_ = Clock::now();
   }
+  // Every micro-batch is in: the partial file becomes the output.
+  void finish() {
+    flush();
+    if (!file_) return;
+    file_->sync();
+    file_.reset();
+    if (log_.done().size() != total_) throw FormatError(partial_ + ": " + std::to_string(total_ - log_.done().size()) + " micro-batches missing at the end");
+    std::error_code ec;
+    std::filesystem::rename(partial_, output_, ec);
+    if (ec) throw FormatError("cannot rename " + partial_ + " to " + output_ + ": " + ec.message());
+  }
   void line() {
-    double s = seconds_since(start_), rate = rows_ / std::max(s, 1e-9);
+    double s = seconds_since(start_), rate = static_cast<double>(rows_) / std::max(s, 1e-9);
     std::size_t done = log_.done().size() + pending_.size();
-    double per_mb = s / std::max<std::size_t>(done - done_before_, 1);
+    double per_mb = s / static_cast<double>(std::max<std::size_t>(done - done_before_, 1));
     std::fprintf(stderr, "cnet-run %s: %zu/%zu micro-batches, %zu rows this run, %.0f rows/s, ETA %s\n", name_.c_str(), done, total_,
                  rows_, rate, clock_text(per_mb * static_cast<double>(total_ - done)).c_str());
     std::fflush(stderr);
@@ -109,10 +148,10 @@ class OutputSink {
   double elapsed() const { return seconds_since(start_); }
 
  private:
-  std::string name_;
+  std::string name_, output_, partial_;
   std::size_t width_, total_, done_before_ = 0, rows_ = 0;
   ProgressLog log_;
-  SafetensorsWriter file_;
+  std::optional<SafetensorsWriter> file_;
   std::vector<std::uint32_t> pending_;
   Clock::time_point start_, last_flush_, last_line_;
 };
@@ -325,6 +364,7 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
   try {
     job = prepare_job(o, me.rank, me.size);
     if (me.rank == job.layout.writer()) {
+      refuse_output_over_inputs(o);
       std::string identity = file_identity(o.model) + " " + file_identity(o.input) + " micro-batch " + std::to_string(o.micro_batch);
       sink = std::make_unique<OutputSink>(o, job.input.rows, job.model.output_width(), identity, job.all.size(), resuming(o));
     }
@@ -354,7 +394,11 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
   }
   if (!sink) return kOk;
 
-  sink->flush();
+  try {
+    sink->finish();
+  } catch (const std::exception& e) {
+    return fail(kStageFailure, e.what());
+  }
   sink->line();
   double seconds = sink->elapsed();
   double rate = static_cast<double>(sink->rows_this_run()) / std::max(seconds, 1e-9);

@@ -1,6 +1,7 @@
 #include "cnet/launcher/progress_log.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,6 +10,9 @@
 #include <sstream>
 #include <stdexcept>
 #include <vector>
+
+#include "cnet/common/files.hpp"
+#include "cnet/common/text.hpp"
 
 namespace cnet::launcher {
 namespace {
@@ -20,43 +24,64 @@ void write_all(int fd, const std::string& text, const std::string& path) {
     throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
 }
 
+// The lock that keeps a second run off the same output; held as long as the descriptor is open.
+void lock(int fd, const std::string& path) {
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0) return;
+  int e = errno;
+  ::close(fd);
+  if (e == EWOULDBLOCK)
+    throw std::runtime_error("another cnet-run is writing this output (" + path + " is locked); wait for it to end or choose another --output");
+  throw std::runtime_error("cannot lock " + path + ": " + std::strerror(e));
+}
+
 }  // namespace
 
 ProgressLog ProgressLog::start(const std::string& path, const std::string& identity) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error("cannot write progress file " + path + ": " + std::strerror(errno));
+  lock(fd, path);  // before the old records are dropped: a run still writing keeps them
+  if (::ftruncate(fd, 0) != 0) {
+    ::close(fd);
+    throw std::runtime_error("cannot reset " + path + ": " + std::strerror(errno));
+  }
   ProgressLog log(fd, path);
   write_all(fd, kMagic + identity + "\n", path);
   log.sync();
   return log;
 }
 
-ProgressLog ProgressLog::resume(const std::string& path, const std::string& identity) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("nothing to resume: " + path + " does not exist (run without --resume)");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+ProgressLog ProgressLog::resume(const std::string& path, const std::string& identity, std::uint32_t micro_batches) {
+  int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) throw std::runtime_error("nothing to resume: " + path + " does not exist (run without --resume)");
+  if (fd < 0) throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
+  lock(fd, path);
+  ProgressLog log(fd, path);
+  std::string text;
+  try {
+    text = common::read_file(path, 1u << 30);
+  } catch (const common::FileError& e) {
+    throw std::runtime_error(e.what());
+  }
   std::size_t eol = text.find('\n');
   if (eol == std::string::npos || text.compare(0, std::strlen(kMagic), kMagic) != 0)
     throw std::runtime_error(path + " is not a cnet-run progress file");
   if (text.substr(std::strlen(kMagic), eol - std::strlen(kMagic)) != identity)
     throw std::runtime_error("cannot resume: " + path + " belongs to a run with another model, input or micro-batch size (run without --resume to start over)");
-  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error("cannot append to " + path + ": " + std::strerror(errno));
-  ProgressLog log(fd, path);
   std::size_t at = eol + 1, complete_until = at;
   while (at < text.size()) {
     std::size_t end = text.find('\n', at);
     if (end == std::string::npos) break;  // torn last line: not recorded
     std::string line = text.substr(at, end - at);
-    unsigned long n = 0;
-    char tail = 0;
-    if (std::sscanf(line.c_str(), "done %lu%c", &n, &tail) != 1)
-      throw std::runtime_error(path + ": unreadable line '" + line + "' (run without --resume to start over)");
-    log.done_.insert(static_cast<std::uint32_t>(n));
+    auto n = line.starts_with("done ") ? common::parse_unsigned(std::string_view(line).substr(5), 9) : std::nullopt;
+    if (!n) throw std::runtime_error(path + ": unreadable line '" + common::printable(line, 64) + "' (run without --resume to start over)");
+    if (*n >= micro_batches)
+      throw std::runtime_error(path + ": records micro-batch " + std::to_string(*n) + " of a job of " + std::to_string(micro_batches) +
+                               " (damaged, or another job's; run without --resume to start over)");
+    log.done_.insert(*n);
     at = complete_until = end + 1;
   }
   // Drop a torn tail so the next record starts on its own line.
-  if (complete_until < text.size() && ::truncate(path.c_str(), static_cast<off_t>(complete_until)) != 0)
+  if (complete_until < text.size() && ::ftruncate(fd, static_cast<off_t>(complete_until)) != 0)
     throw std::runtime_error("cannot repair " + path + ": " + std::strerror(errno));
   return log;
 }

@@ -214,7 +214,7 @@ SafetensorsWriter::SafetensorsWriter(const std::string& path, const std::vector<
     }
     if (!why.empty()) throw FormatError("cannot resume into " + path + ": " + why + " (run without --resume to start over)");
   }
-  fd_ = ::open(path.c_str(), create ? O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC : O_RDWR | O_CLOEXEC, 0644);
+  fd_ = ::open(path.c_str(), (create ? O_RDWR | O_CREAT | O_TRUNC : O_RDWR) | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd_ < 0) throw FormatError(sys_error("cannot write", path));
   if (create) {
     std::uint64_t n = header.size();

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "cnet/common/files.hpp"
+
 namespace cnet::scheduling {
 namespace fs = std::filesystem;
 
@@ -41,14 +43,18 @@ PmixStepPaths pmix_step_paths(std::string spool_dir, const std::string& tmp_fs, 
           fs::path(tmp_fs.empty() ? "/tmp" : tmp_fs) / ("spmix_appdir_" + std::to_string(uid) + "_" + id)};
 }
 
-std::vector<fs::path> remove_stale_pmix_state(const PmixStepPaths& paths) {
+std::vector<fs::path> remove_stale_pmix_state(const PmixStepPaths& paths, uid_t job_uid) {
   std::error_code ec;
   if (fs::is_socket(fs::symlink_status(paths.server_socket, ec)) && someone_listens(paths.server_socket)) return {};
   std::vector<fs::path> removed;
   for (const auto& p : {paths.server_socket, paths.server_dir, paths.client_dir}) {
     if (!fs::exists(fs::symlink_status(p, ec))) continue;
-    fs::remove_all(p, ec);
-    if (ec) throw std::runtime_error("cannot remove " + p.string() + " (left by an earlier run of this step): " + ec.message());
+    // As root in a world-writable TmpFS: only what the job's user or root made, never through a link.
+    try {
+      common::remove_tree(p, {job_uid, 0});
+    } catch (const common::FileError& e) {
+      throw std::runtime_error(std::string("not removing what an earlier run of this step left: ") + e.what());
+    }
     removed.push_back(p);
   }
   return removed;

@@ -263,7 +263,7 @@ void clear_stale_pmix_state(spank_t sp) {
   std::string node = cnet::common::short_hostname();
   try {
     auto paths = pmix_step_paths(conf->slurmd_spooldir, conf->tmp_fs ? conf->tmp_fs : "", node, uid, job, step);
-    for (const auto& p : remove_stale_pmix_state(paths))
+    for (const auto& p : remove_stale_pmix_state(paths, uid))
       slurm_info("cnet: removed %s, left on this node by an earlier run of step %u.%u", p.c_str(), job, step);
   } catch (const std::exception& e) {
     slurm_error("cnet: %s; mpi/pmix may fail to start this step", e.what());
@@ -271,17 +271,27 @@ void clear_stale_pmix_state(spank_t sp) {
 }
 
 // --cnet-check looks at the NICs as they are now (fresh discovery, not the cache), once per node and
-// step; every task then reports the same verdict.
-std::vector<std::string> check_this_node() {
+// step; every task then reports the same verdict. MTUs are compared among the NICs the job uses: the
+// ones its own UCX_NET_DEVICES/NCCL_SOCKET_IFNAME name, else its Ethernet under --cnet-net=tcp, else
+// the RDMA NICs.
+std::vector<std::string> check_this_node(spank_t sp) {
   std::optional<topo::NodeTopology> now;
   try {
     now = discover_node();
   } catch (const std::exception& e) {
     return {std::string("--cnet-check cannot look at this node's NICs: ") + e.what()};
   }
+  topo::CheckOptions options;
+  options.tcp_fabric = g_options.net == NetMode::tcp;
+  if (getenv_of(sp, "CNET_NICS").empty())  // the user's own choice, not one cnet made for an enclosing step
+    for (const char* var : {"UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME"}) {
+      std::string v = getenv_of(sp, var);
+      if (!plain_value(v.starts_with("=") ? v.substr(1) : v, 1024)) continue;
+      for (const auto& item : cnet::common::split(v.starts_with("=") ? v.substr(1) : v)) options.fabric.push_back(item.substr(0, item.find(':')));
+    }
   std::vector<std::string> lines;
-  for (const auto& f : topo::check_links(*now))
-    if (f.link_fault) lines.push_back("--cnet-check: " + f.subject + ": " + f.problem + " -- fix: " + f.fix);
+  for (const auto& f : topo::check_links(*now, options))
+    if (f.kind == topo::FindingKind::link_fault) lines.push_back("--cnet-check: " + f.subject + ": " + f.problem + " -- fix: " + f.fix);
   return lines;
 }
 
@@ -327,7 +337,7 @@ int slurm_spank_init_post_opt(spank_t sp, int, char**) {
 int slurm_spank_user_init(spank_t sp, int, char**) {
   if (!spank_remote(sp)) return kOk;
   return guarded("user_init", [&] {
-    if (g_options.check) g_check_failures = check_this_node();
+    if (g_options.check) g_check_failures = check_this_node(sp);
     if (std::filesystem::exists(cache_path())) g_topology_path = cache_path();
     // Without a topology the job still runs (cnet's gap is not the user's fault); only tasks that
     // explicitly asked for binding, RDMA or a preflight are stopped, in task_init, with this reason.

@@ -26,11 +26,14 @@ log=$work/killed.log
 run --local 2 --output "$work/out.safetensors" --micro-batch 8 >"$log" 2>&1 &
 kill_rank_mid_run "$log" $! "exe --name t" PMIX_RANK 1
 grep -Eq "stage 1/2 \(rank 1 on [^)]+\)|rank 1 was killed by signal 9" "$log" || fail "the dead stage is not named: $(cat "$log")"
+# A run that did not finish leaves no file by the output's name: only its .partial and .progress.
+[[ ! -e $work/out.safetensors && -f $work/out.safetensors.partial ]] || fail "a killed run left a complete-looking output"
 done_before=$(grep -c '^done ' "$work/out.safetensors.progress" || true)
 out=$(run --local 2 --output "$work/out.safetensors" --micro-batch 8 --resume --verify 2>&1) || fail "resume: $out"
 grep -q "resuming: $done_before of 384 micro-batches already done" <<<"$out" || fail "resume did not skip the $done_before done: $out"
 grep -q "bit-identical" <<<"$out" || fail "resumed output not verified: $out"
 cmp -s "$work/ref.safetensors" "$work/out.safetensors" || fail "resumed output differs from an undisturbed run"
+[[ ! -e $work/out.safetensors.partial ]] || fail "the partial file stayed after the run completed"
 [[ $(grep -c '^done ' "$work/out.safetensors.progress") == 384 ]] || fail "progress log does not hold each micro-batch once"
 [[ $(sort "$work/out.safetensors.progress" | uniq -d | wc -l) == 0 ]] || fail "a micro-batch was recorded twice"
 echo "killed after $done_before micro-batches; resumed to the same bytes as an undisturbed run"
@@ -70,4 +73,19 @@ expect_bad "pipeline, data or hybrid" --parallel-scheme tensor --model "$m" --in
 expect_bad "required" --model "$m"
 expect_bad "unrecognised\|unknown option\|unrecognized" --bogus
 cmp -s "$work/ref.safetensors" "$work/out.safetensors" || fail "a refused resume touched the output"
+
+# An output that is one of the inputs, by path or by hard link, is refused before anything is written.
+sum_before=$(md5sum "$i" "$m" | awk '{print $1}')
+ln "$m" "$work/model-link.safetensors"
+expect_bad "is the same file as --input" --local 2 --model "$m" --input "$i" --output "$i"
+expect_bad "is the same file as --model" --local 2 --model "$m" --input "$i" --output "$work/model-link.safetensors"
+expect_bad "is the same file as --model" --local 1 --model "$m" --input "$i" --output "$work/./model.safetensors"
+[[ $(md5sum "$i" "$m" | awk '{print $1}') == "$sum_before" ]] || fail "a refused run changed the model or the input"
+# Two runs writing one output: the second is refused while the first runs.
+run --local 2 --output "$work/shared.safetensors" --micro-batch 8 >"$work/first.log" 2>&1 &
+first=$!
+wait_for_line "$work/first.log" "micro-batches, " 60 || fail "first run made no progress: $(cat "$work/first.log")"
+expect_bad "another cnet-run is writing this output" --local 2 --model "$m" --input "$i" --output "$work/shared.safetensors" --micro-batch 8
+wait $first || fail "the first run failed: $(cat "$work/first.log")"
+cmp -s "$work/ref.safetensors" "$work/shared.safetensors" || fail "the first run's output was disturbed"
 echo ok

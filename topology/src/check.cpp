@@ -1,5 +1,6 @@
 #include "cnet/topology/check.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -7,28 +8,48 @@
 
 namespace cnet::topology {
 
+const char* to_string(FindingKind kind) {
+  switch (kind) {
+    case FindingKind::link_fault: return "link_fault";
+    case FindingKind::placement: return "placement";
+    case FindingKind::unknown: return "unknown";
+  }
+  return "unknown";
+}
+
+namespace {
+
+bool in_fabric(const Nic& n, const CheckOptions& o) {
+  if (!o.fabric.empty())
+    return std::any_of(o.fabric.begin(), o.fabric.end(), [&](const std::string& f) { return f == n.name || f == n.netdev || f == n.rdma_device; });
+  return o.tcp_fabric ? n.kind == NicKind::eth && !n.netdev.empty() : n.kind != NicKind::eth;
+}
+
+}  // namespace
+
 std::vector<Finding> check_links(const NodeTopology& topo, const CheckOptions& options) {
   std::vector<Finding> findings;
   for (const auto& n : topo.nics) {
     if (!n.rdma_device.empty() && !n.state.empty() && n.state != "ACTIVE")
       findings.push_back({n.name, "RDMA port " + std::to_string(n.port) + " is " + n.state + ", not ACTIVE",
-                          "check the cable and that a subnet manager (opensm/UFM) sees the port: ibstat " + n.rdma_device});
+                          "check the cable and that a subnet manager (opensm/UFM) sees the port: ibstat " + n.rdma_device,
+                          FindingKind::link_fault, "state"});
     if (n.kind == NicKind::ib && n.lanes && n.lanes < options.expected_ib_lanes)
       findings.push_back({n.name,
                           "link trained at " + std::to_string(n.lanes) + "X (" + std::to_string(n.rate_gbps) +
                               " Gb/s) instead of " + std::to_string(options.expected_ib_lanes) + "X",
-                          "reseat or replace the cable; check the switch port with ibportstate"});
+                          "reseat or replace the cable; check the switch port with ibportstate", FindingKind::link_fault, "width"});
     if (options.min_rate_gbps && n.rate_gbps && n.rate_gbps < options.min_rate_gbps)
       findings.push_back({n.name,
                           "negotiated " + std::to_string(n.rate_gbps) + " Gb/s, below the expected " +
                               std::to_string(options.min_rate_gbps) + " Gb/s",
-                          "check the cable, the switch port speed and the NIC firmware"});
+                          "check the cable, the switch port speed and the NIC firmware", FindingKind::link_fault, "rate"});
   }
 
   // NICs of one fabric must agree on MTU, or large messages stall or fragment between nodes.
   std::map<NicKind, std::vector<std::pair<std::string, unsigned>>> mtus;  // in NIC (bus id) order
   for (const auto& n : topo.nics)
-    if (n.mtu) mtus[n.kind].emplace_back(n.netdev.empty() ? n.name : n.netdev, n.mtu);
+    if (n.mtu && in_fabric(n, options)) mtus[n.kind].emplace_back(n.netdev.empty() ? n.name : n.netdev, n.mtu);
   for (const auto& [kind, nics] : mtus) {
     std::set<unsigned> distinct;
     std::string seen;
@@ -38,7 +59,7 @@ std::vector<Finding> check_links(const NodeTopology& topo, const CheckOptions& o
     }
     if (distinct.size() > 1)
       findings.push_back({to_string(kind), "MTU differs between NICs of the same fabric: " + seen,
-                          "set one MTU on all of them (ip link set DEV mtu N) and on the switches"});
+                          "set one MTU on all of them (ip link set DEV mtu N) and on the switches", FindingKind::link_fault, "mtu"});
   }
 
   if (!topo.nics.empty()) {
@@ -49,7 +70,7 @@ std::vector<Finding> check_links(const NodeTopology& topo, const CheckOptions& o
                           "no NIC on the socket of GPU" + std::to_string(g.index) + " (" + g.pci.bus_id +
                               "): its network traffic crosses the CPU interconnect",
                           "place a NIC on that socket, or bind jobs on this GPU with --cnet-bind=closest and expect less bandwidth",
-                          false});
+                          FindingKind::placement, "pairing"});
     }
   }
   return findings;

@@ -63,3 +63,31 @@ TEST(Files, AtomicWriteIntoAMissingFolderSaysSo) {
   cnet::testing::ScratchDir d;
   EXPECT_NE(error_of([&] { write_file_atomically(d.file("no/such/file"), "x"); }).find("cannot create a temporary file"), std::string::npos);
 }
+
+TEST(Files, RemoveTreeWalksWithoutFollowingLinks) {
+  cnet::testing::ScratchDir d;
+  d.write("outside/keep", "x");
+  d.write("tree/a/b/file", "y");
+  d.link("tree/a/to-outside", d.file("outside"));
+  d.link("top-link", d.file("outside"));
+  remove_tree(d.file("tree"), {geteuid()});
+  EXPECT_FALSE(fs::exists(d.file("tree")));
+  EXPECT_EQ(read_file(d.file("outside/keep")), "x");
+  remove_tree(d.file("top-link"), {geteuid()});
+  EXPECT_FALSE(fs::exists(fs::symlink_status(d.file("top-link"))));
+  EXPECT_TRUE(fs::exists(d.file("outside/keep"))) << "a link at the top is removed as a link";
+  remove_tree(d.file("never-was"), {geteuid()});  // nothing to do
+  EXPECT_THROW(remove_tree(d.file("."), {geteuid()}), FileError);
+}
+
+TEST(Files, RemoveTreeLeavesOtherOwnersAlone) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to give files another owner";
+  cnet::testing::ScratchDir d;
+  d.write("tree/mine", "x");
+  d.write("tree/theirs/file", "y");
+  ASSERT_EQ(chown(d.file("tree/theirs").c_str(), 4242, 4242), 0);
+  EXPECT_NE(error_of([&] { remove_tree(d.file("tree"), {0}); }).find("tree/theirs belongs to uid 4242"), std::string::npos);
+  EXPECT_TRUE(fs::exists(d.file("tree/theirs/file")));
+  remove_tree(d.file("tree"), {0, 4242});
+  EXPECT_FALSE(fs::exists(d.file("tree")));
+}

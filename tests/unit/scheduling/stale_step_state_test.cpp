@@ -49,7 +49,7 @@ TEST_F(StaleStepState, PathsFollowMpiPmix) {
 
 TEST_F(StaleStepState, DeadServersLeftoversAreRemoved) {
   int fd = bound_socket(paths.server_socket, false);
-  auto removed = remove_stale_pmix_state(paths);
+  auto removed = remove_stale_pmix_state(paths, 1000);
   close(fd);
   EXPECT_EQ(removed.size(), 3u);
   EXPECT_FALSE(fs::exists(fs::symlink_status(paths.server_socket)));
@@ -61,7 +61,7 @@ TEST_F(StaleStepState, DeadServersLeftoversAreRemoved) {
 
 TEST_F(StaleStepState, LiveServerIsLeftAlone) {
   int fd = bound_socket(paths.server_socket, true);
-  EXPECT_TRUE(remove_stale_pmix_state(paths).empty());
+  EXPECT_TRUE(remove_stale_pmix_state(paths, 1000).empty());
   close(fd);
   EXPECT_TRUE(fs::exists(fs::symlink_status(paths.server_socket)));
   EXPECT_TRUE(fs::exists(paths.server_dir / "sub/file"));
@@ -70,5 +70,28 @@ TEST_F(StaleStepState, LiveServerIsLeftAlone) {
 TEST_F(StaleStepState, NothingThereIsNothingToDo) {
   fs::remove_all(paths.server_dir);
   fs::remove_all(paths.client_dir);
-  EXPECT_TRUE(remove_stale_pmix_state(paths).empty());
+  EXPECT_TRUE(remove_stale_pmix_state(paths, 1000).empty());
+}
+
+// The client folder's name is one any local user can create first: a folder planted by another user
+// is refused, and a link inside is removed as a link, not followed, so root never deletes outside it.
+TEST_F(StaleStepState, PlantedFoldersAndLinksAreNotFollowed) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to give the folder another owner";
+  fs::create_directories(root / "elsewhere");
+  std::ofstream(root / "elsewhere/precious") << "x";
+  fs::create_symlink(root / "elsewhere", paths.client_dir / "link");
+  int fd = bound_socket(paths.server_socket, false);
+  EXPECT_EQ(remove_stale_pmix_state(paths, 1000).size(), 3u);
+  close(fd);
+  EXPECT_TRUE(fs::exists(root / "elsewhere/precious")) << "followed a link out of the step's folder";
+
+  fs::create_directories(paths.client_dir / "sub");
+  ASSERT_EQ(chown(paths.client_dir.c_str(), 4242, 4242), 0);  // another local user made it first
+  try {
+    remove_stale_pmix_state(paths, 1000);
+    FAIL() << "removed a folder another user owns";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("belongs to uid 4242"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::exists(paths.client_dir / "sub"));
 }

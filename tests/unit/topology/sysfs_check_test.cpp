@@ -76,7 +76,7 @@ TEST(Check, HealthyNicsOnlyFlagTheGpuWithoutALocalNic) {
   auto findings = check_links(topo);
   ASSERT_EQ(findings.size(), 1u) << findings.front().problem;
   EXPECT_TRUE(has_finding(findings, "GPU0", "no NIC on the socket")) << "GPU 03:00.0 sits on NUMA 0, every NIC on NUMA 1";
-  EXPECT_FALSE(findings.front().link_fault) << "a placement property, not a fault of a link";
+  EXPECT_EQ(findings.front().kind, FindingKind::placement) << "a placement property, not a fault of a link";
 }
 
 TEST(Check, FlagsDownPortDegradedWidthAndMtuMismatch) {
@@ -85,11 +85,21 @@ TEST(Check, FlagsDownPortDegradedWidthAndMtuMismatch) {
   auto findings = check_links(discover_with(d));
   EXPECT_TRUE(has_finding(findings, "mlx5_0", "is DOWN, not ACTIVE"));
   EXPECT_TRUE(has_finding(findings, "mlx5_0", "2X"));
+  EXPECT_FALSE(has_finding(findings, "eth", "eth1=1500")) << "Ethernet ports beside the RDMA fabric are not compared";
+  CheckOptions tcp;
+  tcp.tcp_fabric = true;  // a job on Ethernet: then they are its fabric
+  findings = check_links(discover_with(d), tcp);
   EXPECT_TRUE(has_finding(findings, "eth", "eth0=9000"));
   EXPECT_TRUE(has_finding(findings, "eth", "eth1=1500"));
   for (const auto& f : findings) {
-    EXPECT_EQ(f.link_fault, f.subject != "GPU0") << f.problem;
+    EXPECT_EQ(f.kind == FindingKind::link_fault, f.subject != "GPU0") << f.problem;
+    if (f.subject == "eth") {
+      EXPECT_EQ(f.aspect, "mtu");
+    }
   }
+  CheckOptions named;
+  named.fabric = {"eth0"};  // a site's list of the NICs jobs use: one NIC agrees with itself
+  EXPECT_FALSE(has_finding(check_links(discover_with(d), named), "eth", "MTU"));
   CheckOptions strict;
   strict.min_rate_gbps = 100;
   EXPECT_TRUE(has_finding(check_links(discover_with(d), strict), "mlx5_0", "below the expected 100"));

@@ -12,6 +12,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace cnet::common {
 
@@ -31,5 +32,12 @@ std::optional<std::string> read_file_if_exists(const std::filesystem::path& path
 // Replaces `path` with `text` atomically, with permissions `mode`. A symlink at `path` is replaced,
 // never followed. Throws FileError naming the path; the temporary file never outlives a failure.
 void write_file_atomically(const std::filesystem::path& path, std::string_view text, mode_t mode = 0644);
+
+// Removes `path` and everything below it as root may safely do in a world-writable folder: walked with
+// openat/unlinkat from each parent's descriptor, never following a symbolic link (a link is removed as
+// a link), and only entries owned by one of `owners`; an entry of another owner stops the removal with
+// FileError naming it and its owner (what was already removed stays removed, nothing below it is touched).
+// A missing `path` is nothing to do.
+void remove_tree(const std::filesystem::path& path, const std::vector<uid_t>& owners);
 
 }  // namespace cnet::common

@@ -1,12 +1,15 @@
 #pragma once
-// cnet-doctor's checks: each turns facts into pass/warn/fail with the value seen and the fix. Which
-// checks run and their thresholds come from a config file (KEY = VALUE lines), so a site tunes them
-// without a rebuild:
-//   clock.max_offset_ms = 1000      swap = warn|fail|off        net.core.rmem_max = 4194304
-//   net.core.wmem_max = 4194304     fs.file-max = 1000000       memlock = fail|warn|off
-//   nofile = 65536                  nics = fail|warn|off        dns = fail|warn|off
-//   gres = fail|warn|off            firewall = fail|warn|off    clock = fail|warn|off
+// cnet-doctor's checks: each turns facts into pass/warn/fail with the value seen and the fix. Only a
+// fault of this node that a job on it would hit fails (and drains under --health-check); a condition
+// many nodes share at once warns. A site tunes them in doctor.conf (KEY = VALUE lines,
+// contrib/slurm/doctor.conf lists every key with its default):
+//   severities  clock clock.unsync swap sysctl memlock limits nics mtu gres discovery dns firewall = fail|warn|off
+//   thresholds  clock.max_offset_ms net.core.rmem_max net.core.wmem_max fs.file-max nofile (0: off)
+//   exclusions  nics.exclude = mlx5_1,eth0   dns.exclude = cloud[1-64]   gres.exclude = /dev/nvidia7
+//   fabric      mtu.nics = ib0,eth2 (the NICs jobs use, whose MTUs must agree; default the RDMA NICs)
+//   deadlines   deadline.discovery deadline.dns deadline.firewall deadline.scontrol (seconds)
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,11 +31,14 @@ struct CheckResult {
 
 struct DoctorConfig {
   std::map<std::string, std::string> values;  // defaults, overridden by the file
+  std::map<std::string, std::vector<std::string>> lists;  // *.exclude, mtu.nics
   static DoctorConfig defaults();
   // Reads KEY = VALUE lines over the defaults; throws std::runtime_error naming file:line and the key.
   static DoctorConfig load(const std::string& path);
   static DoctorConfig parse(const std::string& text, const std::string& source);
   std::string get(const std::string& key) const;
+  const std::vector<std::string>& list(const std::string& key) const;
+  std::chrono::seconds deadline(const std::string& what) const;  // "discovery", "dns", "firewall", "scontrol"
 };
 
 std::vector<CheckResult> run_checks(const NodeFacts& facts, const DoctorConfig& config);
@@ -43,6 +49,14 @@ std::string results_table(const std::vector<CheckResult>& results);
 // cnet_doctor_check_status{node,check} (0 pass, 1 warn, 2 fail; skipped checks left out),
 // cnet_doctor_failed_checks{node} and cnet_doctor_last_run_timestamp_seconds{node} (unix time `now`).
 std::vector<common::MetricFamily> results_metrics(const std::string& hostname, const std::vector<CheckResult>& results, double now);
+
+// A node's line from `scontrol show node -o`: drained (a DRAIN flag in State=, not the word anywhere)
+// and the drain reason without its "[user@time]" stamp.
+struct NodeState {
+  bool known = false, drained = false;
+  std::string reason;
+};
+NodeState node_state(const std::string& scontrol_line);
 
 // HealthCheckProgram: what to do about this node given the results and its current Slurm state.
 struct HealthAction {

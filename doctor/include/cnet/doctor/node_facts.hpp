@@ -1,9 +1,11 @@
 #pragma once
 // What cnet-doctor reads off one node, before judging any of it: clock discipline, swap, kernel
 // parameters, limits, NICs (libcnet_topology), GPU device files gres.conf promises, name resolution of
-// the cluster's nodes, firewall rules. Gathered from a root folder (/ live, a fake tree in tests), so the
-// checks are pure functions over these facts; a snapshot is these facts as JSON.
+// the cluster's nodes, the controller's address and the firewall. Gathered from a root folder (/ live, a
+// fake tree in tests) with a deadline on every probe that can hang (discovery, name lookups,
+// iptables-save), so the checks are pure functions over these facts; a snapshot is these facts as JSON.
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -36,11 +38,23 @@ struct NodeFacts {
   std::uint64_t open_files = 0;                 // RLIMIT_NOFILE soft
   topology::NodeTopology topology;
   std::string topology_problem;                 // discovery failed: why
+  bool topology_hung = false;                   // discovery did not finish within its deadline
   std::vector<GresDevice> gres_devices;         // gres.conf File= entries for this node
-  std::map<std::string, std::string> resolved;  // node -> address, or "" when it does not resolve
-  std::vector<unsigned> slurm_ports;            // SlurmctldPort, SlurmdPort from slurm.conf
+  std::map<std::string, std::string> resolved;  // node -> address, "" when it does not resolve
+  std::vector<std::string> unresolved_in_time;  // nodes whose lookup had not answered at the deadline
+  std::vector<std::string> cloud_nodes;         // State=CLOUD in slurm.conf: not expected to resolve
+  unsigned slurmctld_port = 6817, slurmd_port = 6818;
+  std::string controller;                       // SlurmctldHost's name
+  std::string controller_address;               // its address (from slurm.conf, else resolved), "" unknown
+  std::string route_table;                      // /proc/net/route, to find the interface traffic arrives on
   std::string firewall_rules;                   // iptables-save output ("" unknown)
   bool firewall_known = false;
+  std::string firewall_problem;                 // why it is not known (no iptables-save, it hung, ...)
+  std::vector<std::string> job_fabric;          // NICs jobs use from UCX_NET_DEVICES/NCCL_SOCKET_IFNAME, if set
+};
+
+struct Deadlines {
+  std::chrono::seconds discovery{15}, dns{10}, firewall{5};
 };
 
 struct GatherOptions {
@@ -50,6 +64,7 @@ struct GatherOptions {
   std::vector<std::string> nodes;     // names to resolve; default: slurm.conf's NodeName= entries
   std::string firewall_rules_file;    // default: run iptables-save when it exists
   bool live_process_limits = true;    // read this process's rlimits and adjtimex (off for fake trees)
+  Deadlines deadlines;
 };
 
 NodeFacts gather_facts(const GatherOptions& options);
@@ -59,10 +74,16 @@ std::string snapshot_json(const NodeFacts& facts);
 // "net.core.rmem_max: template 4194304, here 212992", one line per difference; empty when alike.
 std::vector<std::string> compare_snapshot(const std::string& template_json, const NodeFacts& facts);
 
-// slurm.conf's NodeName= entries expanded ("cn[1-3]" -> cn1 cn2 cn3), with their NodeAddr.
+// slurm.conf's NodeName= entries expanded ("cn[1-3]" -> cn1 cn2 cn3), with their NodeAddr and state.
 struct SlurmNode {
   std::string name, address;
+  bool cloud = false;  // State=CLOUD: powered up on demand, not resolvable until then
 };
 std::vector<SlurmNode> slurm_conf_nodes(const std::string& slurm_conf_text);
+
+// Name lookups with one deadline for all of them (getaddrinfo_a): name -> address ("" unresolvable);
+// names still unanswered at the deadline are left out of the map and listed in `late`.
+std::map<std::string, std::string> resolve_all(const std::vector<std::string>& names, std::chrono::milliseconds deadline,
+                                               std::vector<std::string>& late);
 
 }  // namespace cnet::doctor

@@ -3,7 +3,8 @@
 // crash redoes only the rest. A text file beside the output: a first line naming the job it belongs to
 // (model, input, micro-batch size), then "done N" per micro-batch, appended only after the rows were
 // synced to the output file. A torn last line (a crash mid-append) is ignored, so nothing is lost or
-// counted twice.
+// counted twice. The log is also the output's lock: while one run holds it (flock), another run for the
+// same output is refused instead of writing into it too.
 
 #include <cstdint>
 #include <set>
@@ -13,10 +14,11 @@ namespace cnet::launcher {
 
 class ProgressLog {
  public:
-  // A new log for a fresh run (replaces an old one).
+  // A new log for a fresh run (replaces an old one). Throws std::runtime_error when another run holds it.
   static ProgressLog start(const std::string& path, const std::string& job_identity);
-  // An existing log; throws std::runtime_error when missing or written for another job.
-  static ProgressLog resume(const std::string& path, const std::string& job_identity);
+  // An existing log; throws std::runtime_error when missing, held by another run, written for another
+  // job, or recording a micro-batch that is not one of this job's `micro_batches`.
+  static ProgressLog resume(const std::string& path, const std::string& job_identity, std::uint32_t micro_batches);
   ~ProgressLog();
   ProgressLog(ProgressLog&& other) noexcept;
   ProgressLog(const ProgressLog&) = delete;

@@ -25,7 +25,9 @@ PmixStepPaths pmix_step_paths(std::string spool_dir, const std::string& tmp_fs, 
                               std::uint32_t job, std::uint32_t step);
 
 // Removes the step's leftovers unless a live server still answers on its socket (then nothing is
-// touched). Returns what it removed; throws std::runtime_error naming the path it could not remove.
-std::vector<std::filesystem::path> remove_stale_pmix_state(const PmixStepPaths& paths);
+// touched): only what `job_uid` or root owns, never following a link (common::remove_tree), since the
+// client folder's name is one any local user can create first. Returns what it removed; throws
+// std::runtime_error naming the path it could not or would not remove.
+std::vector<std::filesystem::path> remove_stale_pmix_state(const PmixStepPaths& paths, uid_t job_uid);
 
 }  // namespace cnet::scheduling

@@ -1,0 +1,123 @@
+#include "cnet/common/process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace cnet::common {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Reads the child's pipe until it closes or the deadline passes; then reaps the child, killing its
+// process group first when it is late.
+ProcessResult collect(pid_t pid, int fd, Clock::time_point deadline, std::size_t max_output) {
+  ProcessResult r;
+  r.started = true;
+  char buf[65536];
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      r.timed_out = true;
+      break;
+    }
+    pollfd pfd{fd, POLLIN, 0};
+    int ready = poll(&pfd, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (r.output.size() < max_output) r.output.append(buf, std::min<std::size_t>(static_cast<std::size_t>(n), max_output - r.output.size()));
+  }
+  close(fd);
+  if (r.timed_out) {
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+  return r;
+}
+
+ProcessResult not_started(const std::string& why) {
+  ProcessResult r;
+  r.output = why + ": " + std::strerror(errno);
+  return r;
+}
+
+}  // namespace
+
+ProcessResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds deadline,
+                          const std::vector<std::pair<std::string, std::string>>& env, std::size_t max_output) {
+  if (argv.empty()) return not_started("no command");
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return not_started("pipe");
+  auto until = Clock::now() + deadline;
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return not_started("fork");
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    dup2(fds[1], STDOUT_FILENO);
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) dup2(null, STDIN_FILENO), dup2(null, STDERR_FILENO);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  return collect(pid, fds[0], until, max_output);
+}
+
+ProcessResult run_in_child(const std::function<std::string()>& work, std::chrono::milliseconds deadline, std::size_t max_output) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return not_started("pipe");
+  auto until = Clock::now() + deadline;
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return not_started("fork");
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    close(fds[0]);
+    int code = 0;
+    std::string out;
+    try {
+      out = work();
+    } catch (const std::exception& e) {
+      out = e.what();
+      code = 2;
+    } catch (...) {
+      out = "unknown error";
+      code = 2;
+    }
+    for (std::size_t done = 0; done < out.size();) {
+      ssize_t n = write(fds[1], out.data() + done, out.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    _exit(code);  // no destructors or atexit handlers of the parent's state in the child
+  }
+  close(fds[1]);
+  return collect(pid, fds[0], until, max_output);
+}
+
+}  // namespace cnet::common

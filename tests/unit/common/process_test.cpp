@@ -1,0 +1,42 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <stdexcept>
+
+#include "cnet/common/process.hpp"
+
+using namespace cnet::common;
+using namespace std::chrono_literals;
+
+TEST(Process, CommandOutputAndExitCode) {
+  auto r = run_command({"sh", "-c", "echo $CNET_X; exit 3"}, 10s, {{"CNET_X", "hello"}});
+  EXPECT_TRUE(r.started);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.output, "hello\n");
+  EXPECT_EQ(run_command({"/nonexistent/tool"}, 10s).exit_code, 127);
+}
+
+// A hung command is killed at its deadline, with whatever it started in its process group.
+TEST(Process, AHungCommandIsKilledAtTheDeadline) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = run_command({"sh", "-c", "sleep 30 & sleep 30"}, 300ms);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_FALSE(r.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+}
+
+TEST(Process, WorkInAChild) {
+  auto r = run_in_child([] { return std::string("from pid ") + std::to_string(getpid()); }, 10s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r.output, "from pid " + std::to_string(getpid())) << "ran in another process";
+  r = run_in_child([]() -> std::string { throw std::runtime_error("driver said no"); }, 10s);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "driver said no");
+  r = run_in_child([] {
+    sleep(30);
+    return std::string("too late");
+  }, 300ms);
+  EXPECT_TRUE(r.timed_out);
+}
