@@ -11,8 +11,8 @@ packages=(
   libpmix-dev libucx-dev ucx-utils
   # topology
   libhwloc-dev hwloc
-  # libraries
-  libboost-program-options-dev nlohmann-json3-dev libopenblas-dev
+  # libraries (libssl-dev: HMAC for cnet-perf -s/-c's peer authentication)
+  libboost-program-options-dev nlohmann-json3-dev libopenblas-dev libssl-dev
   # tests and benchmarks (Open MPI is the peer for collective benchmarks)
   libgtest-dev libgmock-dev libbenchmark-dev openmpi-bin libopenmpi-dev
   # cnet-launch's integration test: torch.distributed (CPU, gloo) for /usr/bin/python3

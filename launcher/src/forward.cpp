@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 namespace cnet::launcher {
@@ -67,6 +68,9 @@ StageForward::StageForward(const SafetensorsFile& f, const ModelSpec& model, std
   converted_.reserve(6 * (last - first));  // spans into converted_ must not move
   for (std::size_t i = first; i < last; ++i) {
     const LayerSpec& l = model.layers[i];
+    // BLAS takes int dimensions: a wider layer would be truncated silently.
+    if (std::max({l.in, l.out, l.hidden}) > static_cast<std::size_t>(INT_MAX))
+      throw FormatError("layer " + std::to_string(i) + " (" + l.describe() + ") is wider than BLAS can address (" + std::to_string(INT_MAX) + ")");
     Bound b{l, {}, {}, {}, {}, {}, {}};
     if (l.kind == LayerKind::linear) b.w = bind(l.weight), b.b = bind(l.bias);
     if (l.kind == LayerKind::layernorm || l.kind == LayerKind::residual_mlp) b.gamma = bind(l.weight), b.beta = bind(l.bias);
@@ -83,6 +87,7 @@ StageForward::StageForward(const SafetensorsFile& f, const ModelSpec& model, std
 
 void StageForward::forward(std::span<const float> in, std::size_t rows, std::vector<float>& out,
                            const std::function<void()>& between_layers) {
+  if (rows > static_cast<std::size_t>(INT_MAX)) throw FormatError(std::to_string(rows) + " rows in one micro-batch are more than BLAS can address");
   a_.assign(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(rows * input_width()));
   for (const Bound& l : layers_) {
     const LayerSpec& s = l.spec;

@@ -5,8 +5,13 @@
 #include <net/if.h>
 #include <netinet/in.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <map>
+#include <stdexcept>
 
 #include "cnet/common/text.hpp"
 #include "cnet/scheduling/cpu_binding.hpp"
@@ -127,6 +132,23 @@ LaunchPlan plan_launch(const LaunchRequest& r, const topology::NodeTopology* top
     set(plan, "OMP_NUM_THREADS", num(std::max(threads, 1u)));
   }
   return plan;
+}
+
+int reserve_port(const std::string& address, unsigned& port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (fd < 0 || inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      listen(fd, 1) != 0) {
+    std::string why = std::strerror(errno);
+    if (fd >= 0) close(fd);
+    throw std::runtime_error("cannot hold a port on " + address + ": " + why + " (pick another with --master-addr/--master-iface/--master-port)");
+  }
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  port = ntohs(a.sin_port);
+  return fd;
 }
 
 std::string interface_address(const std::string& iface) {

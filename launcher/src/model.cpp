@@ -66,11 +66,18 @@ std::string text_field(const json& layer, const char* key, const std::string& wh
   return layer[key].get<std::string>();
 }
 
+// A weight with a zero dimension holds no bytes yet would give a layer its width from nothing.
+void refuse_zero_width(const TensorInfo& t, const std::string& where) {
+  for (auto d : t.shape)
+    if (d == 0) throw FormatError(where + ": tensor '" + t.name + "' has a zero dimension " + nlohmann::json(t.shape).dump() + "; weights need every dimension above 0");
+}
+
 // The tensor must exist with a float dtype and exactly this shape.
 void expect_shape(const SafetensorsFile& f, const std::string& name, std::vector<std::uint64_t> shape, const std::string& where) {
   auto it = f.tensors().find(name);
   if (it == f.tensors().end()) throw FormatError(where + ": tensor '" + name + "' is not in " + f.path());
   const auto& t = it->second;
+  refuse_zero_width(t, where);
   if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16")
     throw FormatError(where + ": tensor '" + name + "' is " + t.dtype + "; weights must be F32, F16 or BF16");
   if (t.shape != shape) {
@@ -83,8 +90,8 @@ void expect_shape(const SafetensorsFile& f, const std::string& name, std::vector
 std::size_t linear_out(const SafetensorsFile& f, const std::string& w, std::size_t in, const std::string& where) {
   auto it = f.tensors().find(w);
   if (it == f.tensors().end()) throw FormatError(where + ": tensor '" + w + "' is not in " + f.path());
-  if (it->second.shape.size() != 2 || it->second.shape[0] == 0)
-    throw FormatError(where + ": weight '" + w + "' must be 2-D [out, in], has " + json(it->second.shape).dump());
+  if (it->second.shape.size() != 2) throw FormatError(where + ": weight '" + w + "' must be 2-D [out, in], has " + json(it->second.shape).dump());
+  refuse_zero_width(it->second, where);
   std::size_t out = it->second.shape[0];
   if (in != 0) expect_shape(f, w, {out, in}, where);
   return out;

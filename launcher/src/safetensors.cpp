@@ -11,12 +11,17 @@
 #include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <set>
+
+#include "cnet/common/text.hpp"
 
 namespace cnet::launcher {
 namespace {
 
 using json = nlohmann::json;
+using common::printable;
 constexpr std::uint64_t kMaxHeader = 100'000'000;  // the reference reader's limit
+constexpr int kMaxDepth = 8;                       // a header is objects of tensors of arrays: 3 levels
 
 std::string sys_error(const std::string& what, const std::string& path) {
   return what + " " + path + ": " + std::strerror(errno);
@@ -32,10 +37,12 @@ float half_to_float(std::uint16_t h) {
   return std::bit_cast<float>(bits);
 }
 
-std::uint64_t checked_product(const std::vector<std::uint64_t>& shape, const std::string& where) {
-  std::uint64_t n = 1;
+// The product of `shape` times `unit` (bytes per element), refused when it does not fit in 64 bits:
+// a wrapped product would make absurd shapes look as if their data were there.
+std::uint64_t checked_product(const std::vector<std::uint64_t>& shape, const std::string& where, std::uint64_t unit = 1) {
+  std::uint64_t n = unit;
   for (auto d : shape) {
-    if (d != 0 && n > UINT64_MAX / d) throw FormatError(where + ": shape overflows");
+    if (d != 0 && n > UINT64_MAX / d) throw FormatError(where + ": shape overflows 64 bits");
     n *= d;
   }
   return n;
@@ -72,18 +79,27 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     if (8 + n > size_) throw FormatError(path + ": header of " + std::to_string(n) + " bytes runs past the end of the " + std::to_string(size_) + "-byte file (truncated?)");
     data_offset_ = 8 + n;
     json header;
+    std::set<std::string> names;
+    // Nesting is bounded while parsing (nothing deeper is ever built or printed) and tensor names are
+    // unique: with two, which one counts would be the file's choice.
+    auto guard = [&](int depth, json::parse_event_t event, json& parsed) {
+      if (depth > kMaxDepth) throw FormatError(path + ": header JSON is nested deeper than " + std::to_string(kMaxDepth) + " levels: not a safetensors header");
+      if (event == json::parse_event_t::key && depth == 1 && !names.insert(parsed.get<std::string>()).second)
+        throw FormatError(path + ": tensor '" + printable(parsed.get<std::string>(), 128) + "' is named twice in the header");
+      return true;
+    };
     try {
-      header = json::parse(reinterpret_cast<const char*>(map_) + 8, reinterpret_cast<const char*>(map_) + 8 + n);
+      header = json::parse(reinterpret_cast<const char*>(map_) + 8, reinterpret_cast<const char*>(map_) + 8 + n, guard);
     } catch (const json::parse_error& e) {
-      throw FormatError(path + ": header is not valid JSON (" + e.what() + ")");
+      throw FormatError(path + ": header is not valid JSON (" + printable(e.what(), 200) + ")");
     }
     if (!header.is_object()) throw FormatError(path + ": header must be a JSON object");
     for (auto& [key, value] : header.items()) {
-      std::string where = path + ": tensor '" + key + "'";
+      std::string where = path + ": tensor '" + printable(key, 128) + "'";
       if (key == "__metadata__") {
         if (!value.is_object()) throw FormatError(path + ": __metadata__ must be an object of strings");
         for (auto& [mk, mv] : value.items()) {
-          if (!mv.is_string()) throw FormatError(path + ": __metadata__ entry '" + mk + "' must be a string");
+          if (!mv.is_string()) throw FormatError(path + ": __metadata__ entry '" + printable(mk, 128) + "' must be a string");
           metadata_[mk] = mv.get<std::string>();
         }
         continue;
@@ -93,22 +109,22 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       TensorInfo t;
       t.name = key;
       if (!value["dtype"].is_string() || dtype_size(t.dtype = value["dtype"].get<std::string>()) == 0)
-        throw FormatError(where + " has unknown dtype " + value["dtype"].dump());
+        throw FormatError(where + " has unknown dtype " + printable(value["dtype"].dump(), 32));
       const auto& shape = value["shape"];
       const auto& offsets = value["data_offsets"];
       if (!shape.is_array()) throw FormatError(where + ": shape must be an array of sizes");
       for (const auto& d : shape) {
-        if (!d.is_number_unsigned()) throw FormatError(where + ": shape " + shape.dump() + " must hold non-negative integers");
+        if (!d.is_number_unsigned()) throw FormatError(where + ": shape " + printable(shape.dump(), 64) + " must hold non-negative integers");
         t.shape.push_back(d.get<std::uint64_t>());
       }
       if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
         throw FormatError(where + ": data_offsets must be [begin, end]");
       t.begin = offsets[0].get<std::uint64_t>();
       t.end = offsets[1].get<std::uint64_t>();
-      std::uint64_t expect = checked_product(t.shape, where) * dtype_size(t.dtype);
+      std::uint64_t expect = checked_product(t.shape, where, dtype_size(t.dtype));
       if (t.end < t.begin || t.end - t.begin != expect)
         throw FormatError(where + ": data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + "] hold " +
-                          std::to_string(t.end - t.begin) + " bytes, but " + t.dtype + " " + shape.dump() + " needs " +
+                          std::to_string(t.end - t.begin) + " bytes, but " + t.dtype + " " + printable(shape.dump(), 64) + " needs " +
                           std::to_string(expect));
       tensors_.emplace(key, std::move(t));
     }
@@ -177,7 +193,7 @@ std::string safetensors_header(const std::vector<TensorSpec>& tensors, const std
   if (!metadata.empty()) h += "\"__metadata__\":" + json(metadata).dump() + ",";
   std::uint64_t at = 0;
   for (const auto& t : tensors) {
-    std::uint64_t bytes = checked_product(t.shape, t.name) * 4;
+    std::uint64_t bytes = checked_product(t.shape, t.name, 4);
     h += json(t.name).dump() + ":{\"dtype\":\"F32\",\"shape\":" + json(t.shape).dump() + ",\"data_offsets\":[" +
          std::to_string(at) + "," + std::to_string(at + bytes) + "]},";
     at += bytes;
@@ -194,7 +210,7 @@ SafetensorsWriter::SafetensorsWriter(const std::string& path, const std::vector<
   std::string header = safetensors_header(tensors, metadata);
   std::uint64_t at = 0;
   for (const auto& t : tensors) {
-    std::uint64_t bytes = checked_product(t.shape, t.name) * 4;
+    std::uint64_t bytes = checked_product(t.shape, t.name, 4);
     layout_[t.name] = TensorInfo{t.name, "F32", t.shape, at, at + bytes};
     at += bytes;
   }

@@ -35,24 +35,6 @@ std::string env_or(const char* name, const std::string& fallback = "") {
   return v ? v : fallback;
 }
 
-// Rank 0's port for the c10d store: bound now (so no other rank's choice can collide), closed just
-// before exec so the framework can bind it.
-int reserve_port(const std::string& address, unsigned& port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (fd < 0 || inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
-    throw std::runtime_error("cannot bind a port on " + address + ": " + std::strerror(errno) +
-                             " (pick another with --master-addr/--master-iface/--master-port)");
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  port = ntohs(a.sin_port);
-  return fd;
-}
-
 std::optional<topology::NodeTopology> node_topology(std::string& problem) {
   try {
     std::string cached = env_or("CNET_TOPOLOGY");  // the SPANK plugin's per-node cache
@@ -122,7 +104,7 @@ int main(int argc, char** argv) {
       std::string addr = master_addr;
       if (addr.empty()) addr = launcher::interface_address(master_iface);
       if (addr.empty()) throw std::runtime_error("interface '" + master_iface + "' has no IPv4 address on " + request.placement.hostname);
-      port_fd = reserve_port(addr, master_port);
+      port_fd = launcher::reserve_port(addr, master_port);
       master = addr + " " + std::to_string(master_port);
     }
     std::string chosen = boot->allgather_text("cnet.launch.master", master).at(0);

@@ -34,10 +34,10 @@ bool someone_listens(const fs::path& socket_path) {
 
 }  // namespace
 
-PmixStepPaths pmix_step_paths(std::string spool_dir, const std::string& tmp_fs, const std::string& node_name, uid_t uid,
-                              std::uint32_t job, std::uint32_t step) {
+PmixStepPaths pmix_step_paths(std::string spool_dir, const std::string& tmp_fs, const std::string& node_name,
+                              const std::string& host_name, uid_t uid, std::uint32_t job, std::uint32_t step) {
   replace_all(spool_dir, "%n", node_name);
-  replace_all(spool_dir, "%h", node_name);
+  replace_all(spool_dir, "%h", host_name);
   std::string id = std::to_string(job) + "." + std::to_string(step);
   return {fs::path(spool_dir) / ("stepd.slurm.pmix." + id), fs::path(spool_dir) / ("pmix." + id),
           fs::path(tmp_fs.empty() ? "/tmp" : tmp_fs) / ("spmix_appdir_" + std::to_string(uid) + "_" + id)};

@@ -80,6 +80,7 @@ TaskEnvironment plan_task_environment(const topology::NodeTopology& topo, const 
   bool have_allocated = std::any_of(topo.nics.begin(), topo.nics.end(), [&](const Nic& n) { return rdma(n) && allocated(n); });
   bool use_rdma = r.net != NetMode::tcp && node_has_rdma && have_allocated;
   bool keep_gres_nics = !r.allocated_rdma.empty() && !have_allocated && r.net != NetMode::tcp;
+  bool keep_users_nics = r.user_nic_variables && !r.inherited_nics && !r.bind_requested && !r.net_requested;
 
   // A GPU Slurm allocated but discovery did not see (gres.conf out of date, no driver) gets no binding;
   // cnet's own gap must not fail the user's job, but an explicit --cnet-bind hears about it.
@@ -103,8 +104,9 @@ TaskEnvironment plan_task_environment(const topology::NodeTopology& topo, const 
   // the chosen kind, letting the libraries choose among them.
   std::vector<const Nic*> nics;
   auto wanted = [&](const Nic& n) { return use_rdma ? rdma(n) && allocated(n) : !n.netdev.empty(); };
-  if (keep_gres_nics) {
-    // gres/rdma set the task's NICs to devices this topology does not describe: leave them.
+  if (keep_gres_nics || keep_users_nics) {
+    // gres/rdma set the task's NICs to devices this topology does not describe, or the user chose them
+    // and asked cnet for nothing: leave them.
   } else if (r.bind != BindMode::none && !gpus.empty()) {
     auto pairs = topology::pair_gpus_with_nics(topo);
     for (unsigned g : gpus) {

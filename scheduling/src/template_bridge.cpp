@@ -1,6 +1,6 @@
 #include "cnet/scheduling/template_bridge.h"
 
-#include <sys/stat.h>
+#include <dlfcn.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -9,7 +9,9 @@
 #include <set>
 #include <string>
 
+#include "cnet/common/text.hpp"
 #include "cnet/scheduling/template_expansion.hpp"
+#include "cnet/scheduling/template_watcher.hpp"
 #include "cnet/common/text.hpp"
 
 namespace {
@@ -19,38 +21,32 @@ using cnet::common::split;
 
 char* copy(const std::string& s) { return strdup(s.c_str()); }
 
-// The last good catalogue and the file state it came from; a damaged file never replaces it.
-struct CatalogCache {
+struct Catalogue {
   std::mutex mutex;
-  std::string path;
-  struct timespec mtime {};
-  off_t size = -1;
-  std::optional<TemplateCatalog> catalog;
-  std::string problem;  // why the current file is not in use
-
-  const TemplateCatalog* get(const std::string& file, std::string& report) {
-    struct stat st{};
-    if (stat(file.c_str(), &st) != 0) {
-      std::string p = "cannot read templates file " + file + ": " + std::strerror(errno);
-      if (p != problem) report = problem = p;
-      return catalog ? &*catalog : nullptr;
-    }
-    bool changed = file != path || st.st_mtim.tv_sec != mtime.tv_sec || st.st_mtim.tv_nsec != mtime.tv_nsec || st.st_size != size;
-    if (changed) {
-      path = file, mtime = st.st_mtim, size = st.st_size;
-      try {
-        catalog = TemplateCatalog::load(file);
-        problem.clear();
-      } catch (const std::exception& e) {
-        problem = std::string(e.what()) + (catalog ? "; keeping the templates read before" : "; no templates until it is fixed");
-        report = problem;
-      }
-    }
-    return catalog ? &*catalog : nullptr;
-  }
+  std::unique_ptr<TemplateWatcher> watcher;
 };
+Catalogue g_catalogue;
 
-CatalogCache g_cache;
+// The watcher's thread may outlive fini() (stuck in a read of a hung file system): keep this plugin's
+// code mapped for it, whatever Slurm unloads.
+void pin_this_plugin() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&pin_this_plugin), &info) && info.dli_fname)
+      dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  });
+}
+
+TemplateWatcher& watcher_for(const std::string& path, unsigned interval_ms, cnet_log_fn log) {
+  if (!g_catalogue.watcher || g_catalogue.watcher->path() != path) {
+    pin_this_plugin();
+    TemplateWatcher::Report report;
+    if (log) report = [log](const std::string& line, bool error) { log(line.c_str(), error ? 1 : 0); };
+    g_catalogue.watcher = std::make_unique<TemplateWatcher>(path, std::chrono::milliseconds(interval_ms), report);
+  }
+  return *g_catalogue.watcher;
+}
 
 std::optional<std::string> text(const char* s) { return s ? std::optional<std::string>(s) : std::nullopt; }
 std::optional<std::uint32_t> number(std::uint32_t v) { return v == CNET_UNSET_U32 ? std::nullopt : std::optional(v); }
@@ -68,13 +64,23 @@ extern "C" int cnet_apply_template(const char* templates_path, const cnet_job_re
     std::string name = template_from_spank_env(env);
     if (name.empty()) return 0;
 
-    std::lock_guard lock(g_cache.mutex);
-    std::string report;
-    const TemplateCatalog* catalog = g_cache.get(templates_path, report);
-    if (!report.empty()) edit->catalog_problem = copy(report);
+    if (!valid_template_name(name)) {  // the SPANK environment is the user's: never into a log line as it is
+      edit->message = copy("cnet: the job's template name '" + cnet::common::printable(name, 64) +
+                           "' is not a template name (letters, digits, '_', '.', '-'; at most 64)");
+      return 1;
+    }
+    std::shared_ptr<const TemplateCatalog> current;
+    std::string problem;
+    {
+      std::lock_guard lock(g_catalogue.mutex);
+      TemplateWatcher& w = watcher_for(templates_path, 2000, nullptr);
+      current = w.current();  // no file is touched here: the watcher reads it outside slurmctld's locks
+      problem = w.problem();
+    }
+    const TemplateCatalog* catalog = current.get();
     if (!catalog) {
-      edit->message = copy("cnet: job asks for template '" + name + "' but slurmctld has no template catalogue (" + g_cache.problem +
-                           "); ask your admin");
+      edit->message = copy("cnet: job asks for template '" + name + "' but slurmctld has no template catalogue (" +
+                           (problem.empty() ? std::string("it is still being read") : problem) + "); ask your admin");
       return 1;
     }
     const ResourceTemplate* t = catalog->find(name);
@@ -126,21 +132,29 @@ extern "C" int cnet_apply_template(const char* templates_path, const cnet_job_re
   }
 }
 
-extern "C" char* cnet_preload_templates(const char* templates_path, int* ok) {
+extern "C" void cnet_preload_templates(const char* templates_path, unsigned interval_ms, cnet_log_fn log) {
   try {
-    std::lock_guard lock(g_cache.mutex);
-    std::string report;
-    const TemplateCatalog* catalog = g_cache.get(templates_path, report);
-    *ok = catalog && report.empty();
-    return copy(*ok ? std::to_string(catalog->templates().size()) + " templates: " + catalog->names() : report);
+    std::lock_guard lock(g_catalogue.mutex);
+    g_catalogue.watcher.reset();
+    TemplateWatcher& w = watcher_for(templates_path, interval_ms ? interval_ms : 2000, log);
+    // At load only, and bounded: a catalogue on a hung file system is reported, not waited for.
+    if (!w.wait_for_first_read(std::chrono::seconds(2)) && log)
+      log((std::string("still reading ") + templates_path + " after 2 s; templates apply once it answers").c_str(), 1);
   } catch (const std::exception& e) {
-    *ok = 0;
-    return copy(e.what());
+    if (log) log(e.what(), 1);
+  }
+}
+
+extern "C" void cnet_stop_templates(void) {
+  try {
+    std::lock_guard lock(g_catalogue.mutex);
+    g_catalogue.watcher.reset();
+  } catch (...) {
   }
 }
 
 extern "C" void cnet_job_edit_free(cnet_job_edit_t* e) {
-  for (char** s : {&e->tres_per_node, &e->features, &e->qos, &e->template_name, &e->message, &e->note, &e->catalog_problem}) {
+  for (char** s : {&e->tres_per_node, &e->features, &e->qos, &e->template_name, &e->message, &e->note}) {
     std::free(*s);
     *s = nullptr;
   }

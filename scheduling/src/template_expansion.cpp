@@ -38,6 +38,15 @@ struct Checker {
   }
 };
 
+bool balanced(const std::string& expression) {
+  int depth = 0;
+  for (char c : expression) {
+    depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+    if (depth < 0) return false;
+  }
+  return depth == 0;
+}
+
 std::string time_text(std::uint32_t minutes) {
   return std::to_string(minutes / 60) + ":" + (minutes % 60 < 10 ? "0" : "") + std::to_string(minutes % 60) + ":00";
 }
@@ -93,7 +102,12 @@ Expansion expand_template(const ResourceTemplate& t, const JobRequest& user, boo
     }
     if (!user.features) {
       if (!modify) out.set.features = constraint;
-    } else if (user.features->find(constraint) == std::string::npos) {
+    } else if (!balanced(*user.features)) {
+      // Wrapped in parentheses as it is, "a)|(b" would turn the template's requirement into an option.
+      out.error = "--constraint '" + common::printable(*user.features, 64) + "' has unbalanced parentheses; fix it (template '" + t.name +
+                  "' adds " + constraint + " to it)";
+      return out;
+    } else if (*user.features != constraint && !user.features->ends_with(")&" + constraint)) {
       out.set.features = "(" + *user.features + ")&" + constraint;
     }
   }

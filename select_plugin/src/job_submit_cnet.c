@@ -2,8 +2,9 @@
  * The template a job names (--cnet-template, carried in its SPANK environment by cnet.so) is expanded
  * into the request: gres per node, node features, node count, switches, exclusive, time limit, QOS.
  * What the user set against the template is refused with a message naming both. The catalogue is
- * <slurm.conf dir>/cnet-templates.conf (or $CNET_TEMPLATES in slurmctld's environment), reread when
- * the file changes; a damaged file keeps the last good catalogue. The logic lives in libcnet_scheduling
+ * <slurm.conf dir>/cnet-templates.conf (or $CNET_TEMPLATES in slurmctld's environment), reread by a
+ * background reader when the file changes, never while a submission holds slurmctld's locks; a damaged
+ * file keeps the last good catalogue. The logic lives in libcnet_scheduling
  * (template_bridge.h); this file only moves fields in and out of Slurm's structures. */
 #include <libgen.h>
 #include <stdlib.h>
@@ -24,6 +25,15 @@ const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
 static char *templates_path = NULL;
 
+/* From the catalogue reader's thread: Slurm's log functions may be called from any thread. */
+static void log_catalogue(const char *line, int is_error)
+{
+	if (is_error)
+		error("job_submit/cnet: %s", line);
+	else
+		info("job_submit/cnet: %s", line);
+}
+
 extern int init(void)
 {
 	const char *env = getenv("CNET_TEMPLATES");
@@ -34,18 +44,13 @@ extern int init(void)
 		templates_path = xstrdup_printf("%s/cnet-templates.conf", dirname(conf));
 		xfree(conf);
 	}
-	int ok = 0;
-	char *line = cnet_preload_templates(templates_path, &ok);
-	if (ok)
-		info("job_submit/cnet: %s: %s", templates_path, line);
-	else
-		error("job_submit/cnet: %s (jobs naming a template are refused until it is fixed)", line);
-	free(line);
+	cnet_preload_templates(templates_path, 0, log_catalogue);
 	return SLURM_SUCCESS;
 }
 
 extern int fini(void)
 {
+	cnet_stop_templates();
 	xfree(templates_path);
 	return SLURM_SUCCESS;
 }
@@ -92,8 +97,6 @@ static int apply(job_desc_msg_t *job_desc, char **spank_env, uint32_t spank_env_
 	cnet_job_edit_t edit;
 	int refuse = cnet_apply_template(templates_path, &request, &edit);
 	xfree(features);
-	if (edit.catalog_problem)
-		error("job_submit/cnet: %s", edit.catalog_problem);
 	if (refuse) {
 		info("job_submit/cnet: refused job of uid %u: %s", uid, edit.message);
 		if (err_msg)
@@ -126,5 +129,8 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_
 
 extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr, uint32_t submit_uid)
 {
+	/* root, SlurmUser and operators change queued jobs as they see fit (scontrol update) */
+	if (validate_operator(submit_uid))
+		return SLURM_SUCCESS;
 	return apply(job_desc, job_ptr->spank_job_env, job_ptr->spank_job_env_size, 1, submit_uid, NULL);
 }

@@ -19,6 +19,7 @@
 
 #include "cnet/common/files.hpp"
 #include "cnet/common/host.hpp"
+#include "cnet/common/process.hpp"
 #include "cnet/common/text.hpp"
 #include "cnet/scheduling/cpu_binding.hpp"
 #include "cnet/scheduling/stale_step_state.hpp"
@@ -47,6 +48,7 @@ using cnet::common::plain_value;
 namespace topo = cnet::topology;
 
 constexpr int kOk = 0, kFail = -1;
+constexpr std::chrono::seconds kDiscoveryDeadline{20};
 
 struct PluginArgs {
   std::string templates = "/etc/slurm/cnet-templates.conf";
@@ -60,6 +62,7 @@ struct Options {
   BindMode bind = BindMode::closest;
   bool bind_requested = false;
   NetMode net = NetMode::automatic;
+  bool net_requested = false;
   bool check = false;
 };
 Options g_options;
@@ -99,11 +102,15 @@ bool parse_args(int ac, char** av) {
 
 std::string cache_path() { return g_args.cache_dir + "/topology-" + hostname() + ".json"; }
 
+// Discovery in a child with a deadline: a hung GPU driver must not hang slurmd or a job step with it.
 topo::NodeTopology discover_node() {
   topo::DiscoveryOptions o;
   if (!g_args.hwloc_xml.empty()) o.hwloc_xml = g_args.hwloc_xml;
   if (!g_args.sysfs_root.empty()) o.sysfs_root = g_args.sysfs_root;
-  topo::NodeTopology t = topo::discover(o);
+  auto r = cnet::common::run_in_child([&] { return topo::to_json(topo::discover(o)); }, kDiscoveryDeadline);
+  if (r.timed_out) throw std::runtime_error("topology discovery did not finish within " + std::to_string(kDiscoveryDeadline.count()) + " s (a hung GPU driver?)");
+  if (!r.ok()) throw std::runtime_error(r.output.empty() ? "topology discovery failed" : r.output);
+  topo::NodeTopology t = topo::from_json(r.output);
   if (!g_args.hwloc_xml.empty()) t.hostname = hostname();  // a fixture describes this node in tests
   return t;
 }
@@ -116,10 +123,16 @@ void write_topology_cache() {
   slurm_info("cnet: node topology cached in %s", cache_path().c_str());
 }
 
+// The cache slurmd wrote; when it cannot be read (missing, an unreadable folder), discover now rather
+// than fail the job.
 topo::NodeTopology read_topology_cache() {
-  auto text = cnet::common::read_file_if_exists(cache_path(), 64u << 20);
-  if (!text) return discover_node();  // slurmd could not write it: discover now rather than fail the job
-  return topo::from_json(*text);
+  std::optional<std::string> text;
+  try {
+    text = cnet::common::read_file_if_exists(cache_path(), 64u << 20);
+  } catch (const cnet::common::FileError& e) {
+    slurm_info("cnet: %s; discovering this node's topology for the step instead", e.what());
+  }
+  return text ? topo::from_json(*text) : discover_node();
 }
 
 // ---- option callbacks: run in the client (remote == 0) and again in slurmstepd (remote == 1) ----
@@ -170,7 +183,10 @@ int on_bind(int, const char* optarg, int) {
   return set_mode(optarg, parse_bind, "--cnet-bind must be none, closest or strict", g_options.bind);
 }
 
-int on_net(int, const char* optarg, int) { return set_mode(optarg, parse_net, "--cnet-net must be auto, rdma or tcp", g_options.net); }
+int on_net(int, const char* optarg, int) {
+  g_options.net_requested = true;
+  return set_mode(optarg, parse_net, "--cnet-net must be auto, rdma or tcp", g_options.net);
+}
 
 int on_check(int, const char*, int) {
   g_options.check = true;
@@ -260,9 +276,11 @@ void clear_stale_pmix_state(spank_t sp) {
     return;
   const auto* conf = static_cast<const slurm_conf_t*>(dlsym(RTLD_DEFAULT, "slurm_conf"));
   if (!conf || !conf->slurmd_spooldir) return;
-  std::string node = cnet::common::short_hostname();
+  // %n in SlurmdSpoolDir is the NodeName (slurmd -N may differ from the host name), %h the host name.
+  std::string node = getenv_of(sp, "SLURMD_NODENAME");
+  if (!plain_value(node, 255)) node = cnet::common::short_hostname();
   try {
-    auto paths = pmix_step_paths(conf->slurmd_spooldir, conf->tmp_fs ? conf->tmp_fs : "", node, uid, job, step);
+    auto paths = pmix_step_paths(conf->slurmd_spooldir, conf->tmp_fs ? conf->tmp_fs : "", node, cnet::common::short_hostname(), uid, job, step);
     for (const auto& p : remove_stale_pmix_state(paths, uid))
       slurm_info("cnet: removed %s, left on this node by an earlier run of step %u.%u", p.c_str(), job, step);
   } catch (const std::exception& e) {
@@ -338,7 +356,8 @@ int slurm_spank_user_init(spank_t sp, int, char**) {
   if (!spank_remote(sp)) return kOk;
   return guarded("user_init", [&] {
     if (g_options.check) g_check_failures = check_this_node(sp);
-    if (std::filesystem::exists(cache_path())) g_topology_path = cache_path();
+    std::error_code ec;
+    if (std::filesystem::exists(cache_path(), ec) && access(cache_path().c_str(), R_OK) == 0) g_topology_path = cache_path();
     // Without a topology the job still runs (cnet's gap is not the user's fault); only tasks that
     // explicitly asked for binding, RDMA or a preflight are stopped, in task_init, with this reason.
     try {
@@ -402,6 +421,9 @@ int slurm_spank_task_init(spank_t sp, int, char**) {
     if (std::string rdma = getenv_of(sp, "CNET_RDMA_DEVICES"); plain_value(rdma, 1024))
       request.allocated_rdma = cnet::common::split(rdma);
     request.inherited_nics = !getenv_of(sp, "CNET_NICS").empty();
+    request.net_requested = g_options.net_requested;
+    for (const char* var : {"NCCL_IB_HCA", "UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME"})
+      if (!getenv_of(sp, var).empty() && getenv_of(sp, "CNET_RDMA_DEVICES").empty()) request.user_nic_variables = true;
 
     TaskEnvironment env = plan_task_environment(*g_step_topology, request);
     if (!env.error.empty()) {

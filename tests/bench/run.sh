@@ -23,6 +23,10 @@ print(f"topology: ratio to hwloc load+export in-process {cnet / hwloc:.2f}x, to 
 sys.exit(0 if cnet < 50 else 1)
 PY
 
+# templates: the catalogue parse is linear in the file size (job_submit/cnet rereads it in the background).
+echo "== templates: catalogue parse, 256 KiB vs 1 MiB"
+"$build/bin/bench_templates"
+
 # spank: what cnet.so adds to a step launch, `srun -N2 true` with and without it in plugstack.conf,
 # alternating so both see the same machine load; target <= 1.05x.
 echo "== spank: srun -N2 true with and without cnet.so (needs root)"

@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   std::string prometheus;
   unsigned local = 0, wait_s = 300;
   std::uint16_t port = 18515;
-  std::string server_ip, bind_address;
+  std::string server_ip, bind_address = "127.0.0.1", key_file;
   po::options_description opts("cnet-perf p2p|allreduce [options]   (under srun --mpi=pmix)");
   opts.add_options()("help,h", "show this help")("version", "print the version")
       ("min-size", po::value(&s.min_size)->default_value(s.min_size), "smallest message in bytes")
@@ -122,7 +122,8 @@ int main(int argc, char** argv) {
       ("client,c", "standalone: connect to a cnet-perf -s (rank 1)")
       ("server-ip", po::value(&server_ip), "with -c: the server's address")
       ("port", po::value(&port)->default_value(port), "standalone TCP port")
-      ("bind", po::value(&bind_address), "with -s: listen on this address only (default: all)")
+      ("bind", po::value(&bind_address)->default_value(bind_address), "with -s: the address to listen on (0.0.0.0: every interface)")
+      ("key-file", po::value(&key_file), "standalone: the shared key both sides prove they know (else $CNET_PERF_KEY; -s makes one up and prints it)")
       ("wait", po::value(&wait_s)->default_value(wait_s), "standalone: seconds to wait for the other side")
       ("peer-failure", po::value(&peer_failure)->default_value(peer_failure),
        "on: a dead peer is an error (UCX then needs tcp/ib, also within a node); off: shared memory within a node")
@@ -175,14 +176,37 @@ int main(int argc, char** argv) {
     }
   }
 
+  std::string key;
+  if (standalone) {
+    try {
+      if (!key_file.empty()) key = cnet::common::trim(cnet::common::read_file(key_file, 4096));
+      else if (const char* env = std::getenv("CNET_PERF_KEY")) key = env;
+    } catch (const std::exception& e) {
+      std::cerr << "cnet-perf: --key-file: " << e.what() << "\n";
+      return 2;
+    }
+    if (!key.empty() && key.size() < 16) {
+      std::cerr << "cnet-perf: the key must be at least 16 characters (cnet-perf -s prints a random one when given none)\n";
+      return 2;
+    }
+    if (key.empty() && standalone == 'c') {
+      std::cerr << "cnet-perf: -c needs the server's key: CNET_PERF_KEY=... or --key-file F (cnet-perf -s prints one when it has none)\n";
+      return 2;
+    }
+  }
+
   try {
     std::unique_ptr<Bootstrap> boot;
     auto log = [](const std::string& line) { std::fprintf(stderr, "cnet-perf: %s\n", line.c_str()); };
     if (standalone == 's') {
-      log("waiting for cnet-perf -c on port " + std::to_string(port));
-      boot = TcpBootstrap::serve(bind_address, port, std::chrono::seconds(wait_s), log);
+      if (key.empty()) {
+        key = random_key();
+        log("no key given; start the client with CNET_PERF_KEY=" + key);
+      }
+      log("waiting for cnet-perf -c on " + bind_address + " port " + std::to_string(port));
+      boot = TcpBootstrap::serve(bind_address, port, std::chrono::seconds(wait_s), key, log);
     } else if (standalone == 'c') {
-      boot = TcpBootstrap::connect(server_ip, port, std::chrono::seconds(wait_s));
+      boot = TcpBootstrap::connect(server_ip, port, std::chrono::seconds(wait_s), key);
     } else {
       boot = PmixBootstrap::connect();
     }

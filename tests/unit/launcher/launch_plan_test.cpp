@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <map>
 
 #include "cnet/launcher/launch_plan.hpp"
@@ -127,4 +132,30 @@ TEST(LaunchPlan, InterfaceAddresses) {
   EXPECT_EQ(interface_address("lo"), "127.0.0.1");
   EXPECT_EQ(interface_address("no-such-if0"), "");
   EXPECT_FALSE(interface_address("").empty());
+}
+
+// The reserved port is really held: nobody else can bind it until cnet-launch lets go before exec.
+TEST(LaunchPlan, MasterPortIsHeldUntilReleased) {
+  unsigned port = 0;
+  int fd = reserve_port("127.0.0.1", port);
+  ASSERT_GT(port, 0u);
+  auto try_bind = [&] {
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);  // what a careless framework would do
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    bool ok = bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    close(s);
+    return ok;
+  };
+  EXPECT_FALSE(try_bind()) << "another socket took the reserved port";
+  close(fd);
+  EXPECT_TRUE(try_bind()) << "the framework can bind it once released";
+  unsigned taken = port;
+  int again = reserve_port("127.0.0.1", port);
+  EXPECT_THROW(reserve_port("127.0.0.1", taken), std::runtime_error);
+  close(again);
 }

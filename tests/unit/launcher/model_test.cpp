@@ -60,7 +60,9 @@ TEST_F(Model, ExampleFilesAreDeterministic) {
 }
 
 TEST_F(Model, BadLayerListsNameTheLayerAndTensor) {
-  std::vector<TensorSpec> t = {{"w", {4, 3}}, {"b", {4}}, {"g", {4}}};
+  // "z" is [65536, 0]: no bytes in the file, yet a layer 65536 wide from nothing (a 200-byte model
+  // that made a 256 MiB output).
+  std::vector<TensorSpec> t = {{"w", {4, 3}}, {"b", {4}}, {"g", {4}}, {"z", {65536, 0}}};
   struct Case {
     std::string layers, expect;
   };
@@ -76,6 +78,7 @@ TEST_F(Model, BadLayerListsNameTheLayerAndTensor) {
       {R"({"layers": 3})", "non-empty JSON array"},
       {"[{", "not valid JSON"},
       {R"([{"type":"linear","weight":"w","eps":-1}])", "eps must be a positive number"},
+      {R"([{"type":"linear","weight":"z"}])", "has a zero dimension"},
   };
   for (const auto& c : cases) {
     std::string e = load_error(write_model(path("m.safetensors"), t, c.layers));

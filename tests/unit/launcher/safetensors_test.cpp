@@ -119,3 +119,22 @@ TEST_F(Safetensors, ResumeRefusesAnotherLayout) {
     EXPECT_NE(std::string(e.what()).find("without --resume"), std::string::npos) << e.what();
   }
 }
+
+// Headers written to attack the reader: every size product checked, nesting bounded, keys unique.
+TEST_F(Safetensors, HostileHeadersAreRefusedNotTrusted) {
+  // 2^56 x 64 F32 elements: the byte count wraps to 0 in 64 bits, so [0,0] offsets looked right.
+  EXPECT_NE(error_of(raw_file("wrap.safetensors", R"({"t":{"dtype":"F32","shape":[72057594037927936,64],"data_offsets":[0,0]}})", 0))
+                .find("overflows"), std::string::npos);
+  // 100 000 nested '[' in one value: refused by depth, no stack exhausted printing it.
+  std::string deep = R"({"t":{"dtype":)" + std::string(100000, '[') + std::string(100000, ']') + R"(,"shape":[1],"data_offsets":[0,4]}})";
+  std::string e = error_of(raw_file("deep.safetensors", deep, 4));
+  EXPECT_NE(e.find("nested deeper than"), std::string::npos) << e.substr(0, 200);
+  EXPECT_LT(e.size(), 600u) << "the message quotes no attacker text at length";
+  // The same tensor twice: which one would be used is the attacker's choice.
+  e = error_of(raw_file("dup.safetensors",
+                        R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"t":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8));
+  EXPECT_NE(e.find("tensor 't' is named twice"), std::string::npos) << e;
+  e = error_of(raw_file("dtype.safetensors", R"({"t":{"dtype":")" + std::string(5000, 'A') + R"(","shape":[1],"data_offsets":[0,4]}})", 4));
+  EXPECT_NE(e.find("unknown dtype"), std::string::npos);
+  EXPECT_LT(e.size(), 600u);
+}

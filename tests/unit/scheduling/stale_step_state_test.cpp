@@ -32,7 +32,7 @@ struct StaleStepState : ::testing::Test {
   void SetUp() override {
     fs::create_directories(root / "spool/cn2");
     fs::create_directories(root / "tmp");
-    paths = pmix_step_paths((root / "spool/%n").string(), (root / "tmp").string(), "cn2", 1000, 42, 0);
+    paths = pmix_step_paths((root / "spool/%n").string(), (root / "tmp").string(), "cn2", "host2", 1000, 42, 0);
     fs::create_directories(paths.server_dir / "sub");
     std::ofstream(paths.server_dir / "sub/file") << "x";
     fs::create_directories(paths.client_dir);
@@ -44,7 +44,8 @@ TEST_F(StaleStepState, PathsFollowMpiPmix) {
   EXPECT_EQ(paths.server_socket, root / "spool/cn2/stepd.slurm.pmix.42.0");
   EXPECT_EQ(paths.server_dir, root / "spool/cn2/pmix.42.0");
   EXPECT_EQ(paths.client_dir, root / "tmp/spmix_appdir_1000_42.0");
-  EXPECT_EQ(pmix_step_paths("/s", "", "cn1", 0, 7, 3).client_dir, "/tmp/spmix_appdir_0_7.3") << "TmpFS defaults to /tmp";
+  EXPECT_EQ(pmix_step_paths("/s", "", "cn1", "h1", 0, 7, 3).client_dir, "/tmp/spmix_appdir_0_7.3") << "TmpFS defaults to /tmp";
+  EXPECT_EQ(pmix_step_paths("/var/%n/%h", "", "cn1", "h1", 0, 7, 3).server_dir, "/var/cn1/h1/pmix.7.3") << "%n is the NodeName, %h the host";
 }
 
 TEST_F(StaleStepState, DeadServersLeftoversAreRemoved) {

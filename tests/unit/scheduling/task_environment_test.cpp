@@ -44,6 +44,25 @@ TEST(TaskEnvironment, EachTaskGetsItsGpusNic) {
 }
 
 // srun --cnet-bind=none inside a batch script whose own step cnet gave a NIC: that NIC must not leak in.
+// A user who set NCCL_IB_HCA or UCX_NET_DEVICES and asked cnet for nothing keeps them; an explicit
+// --cnet-bind or --cnet-net is asking for cnet's choice.
+TEST(TaskEnvironment, TheUsersOwnNicVariablesStandWithoutACnetOption) {
+  auto node = fixture("32em64t-2n8c2t-pci-wholeio.xml");
+  TaskRequest r;
+  r.step_gpus = {2};
+  r.user_nic_variables = true;
+  auto v = vars(plan_task_environment(node, r));
+  EXPECT_EQ(v.count("NCCL_IB_HCA"), 0u);
+  EXPECT_EQ(v.count("UCX_NET_DEVICES"), 0u);
+  EXPECT_EQ(v.count("NCCL_SOCKET_IFNAME"), 0u);
+  EXPECT_EQ(v["CNET_GPUS"], "2") << "the rest of the plan still applies";
+  r.bind_requested = true;
+  EXPECT_EQ(vars(plan_task_environment(node, r))["NCCL_IB_HCA"], "=mlx5_0:1");
+  r.bind_requested = false;
+  r.net_requested = true;
+  EXPECT_EQ(vars(plan_task_environment(node, r))["NCCL_IB_HCA"], "=mlx5_0:1");
+}
+
 TEST(TaskEnvironment, NoneDropsTheEnclosingStepsNics) {
   auto node = fixture("32em64t-2n8c2t-pci-wholeio.xml");
   TaskRequest r;

@@ -1,11 +1,13 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
-#include "cnet/scheduling/template_expansion.hpp"
 #include "../scratch_dir.hpp"
+#include "cnet/scheduling/template_expansion.hpp"
 #include "cnet/scheduling/template_bridge.h"
 
 using namespace cnet::scheduling;
@@ -89,9 +91,31 @@ TEST(TemplateExpansion, ConstraintCutToFeaturesNodesHave) {
   JobRequest user;
   user.features = "rack1";
   EXPECT_EQ(expand_template(t, user, false, &cluster).set.features, "(rack1)&nvlink&(gpumem40g|gpumem80g)&ib200");
+  // Containing the template's text is not meeting it; unbalanced parentheses would rewrite its meaning.
+  user.features = "nvlink&(gpumem40g|gpumem80g)&ib200x";
+  EXPECT_EQ(expand_template(t, user, false, &cluster).set.features, "(nvlink&(gpumem40g|gpumem80g)&ib200x)&nvlink&(gpumem40g|gpumem80g)&ib200");
+  user.features = "cheap)|(x";
+  auto unbalanced = expand_template(t, user, false, &cluster);
+  EXPECT_NE(unbalanced.error.find("--constraint 'cheap)|(x' has unbalanced parentheses"), std::string::npos) << unbalanced.error;
+  user.features = "(rack1)&nvlink&(gpumem40g|gpumem80g)&ib200";  // already merged (a modify of a templated job)
+  EXPECT_FALSE(expand_template(t, user, true, &cluster).set.features);
   std::set<std::string> ethernet = {"nvlink", "gpumem80g", "eth25"};
   auto refused = expand_template(t, {}, false, &ethernet);
   EXPECT_NE(refused.error.find("needs node feature (ib100|ib200|ib400|ib800), which no node has"), std::string::npos) << refused.error;
+}
+
+// A user's change to a queued templated job is checked as a submission would be, and adds nothing.
+TEST(TemplateExpansion, ChangesToAQueuedJobAreChecked) {
+  auto catalog = TemplateCatalog::parse("TemplateName=t Gpus=1 TimeLimit=60\n");
+  const ResourceTemplate& t = *catalog.find("t");
+  JobRequest change;
+  change.time_limit_min = 180;
+  auto x = expand_template(t, change, true);
+  EXPECT_NE(x.error.find("sets a time limit of 1:00:00 but the job asks for --time=3:00:00"), std::string::npos) << x.error;
+  change.time_limit_min = 30;
+  x = expand_template(t, change, true);
+  EXPECT_EQ(x.error, "");
+  EXPECT_FALSE(x.set.tres_per_node) << "a change adds nothing the job does not already have";
 }
 
 TEST(TemplateExpansion, TemplateNameFromSpankEnvironment) {
@@ -100,18 +124,50 @@ TEST(TemplateExpansion, TemplateNameFromSpankEnvironment) {
   EXPECT_EQ(template_from_spank_env({"CNET_TEMPLATES=x"}), "");
 }
 
-// The C bridge job_submit/cnet calls: unknown names listed, a damaged file keeps the last good catalogue.
-TEST(TemplateBridge, UnknownNamesAndDamagedCatalogues) {
-  cnet::testing::ScratchDir scratch;
-  std::string path = scratch.write("cnet-templates.conf", "TemplateName=small Gpus=1\nTemplateName=big Gpus=8\n");
-  char env0[] = "SPANK_CNET_TEMPLATE=small", env1[] = "SPANK_CNET_TEMPLATE=huge";
-  char* small_env[] = {env0};
-  char* huge_env[] = {env1};
+namespace {
+cnet_job_request_t request_for(char** env, std::uint32_t n) {
   cnet_job_request_t r{};
   r.min_nodes = r.max_nodes = r.time_limit = r.req_switch = r.wait4switch = CNET_UNSET_U32;
   r.exclusive = -1;
-  r.spank_env = huge_env;
-  r.spank_env_size = 1;
+  r.spank_env = env;
+  r.spank_env_size = n;
+  return r;
+}
+// What the catalogue reader told slurmctld's log (it runs on its own thread).
+std::mutex g_log_mutex;
+std::vector<std::pair<std::string, int>> g_log;
+void capture(const char* line, int is_error) {
+  std::lock_guard lock(g_log_mutex);
+  g_log.emplace_back(line, is_error);
+}
+bool logged(const std::string& part, int is_error) {
+  std::lock_guard lock(g_log_mutex);
+  for (const auto& [line, error] : g_log)
+    if (error == is_error && line.find(part) != std::string::npos) return true;
+  return false;
+}
+// Until `done` holds (the reader polls every 20 ms here), at most 5 s.
+template <typename Done>
+bool eventually(Done done) {
+  for (int i = 0; i < 250; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+}  // namespace
+
+// The C bridge job_submit/cnet calls: unknown names listed, a damaged file keeps the last good catalogue
+// and is logged once, a good change is taken into use.
+TEST(TemplateBridge, UnknownNamesAndDamagedCatalogues) {
+  cnet::testing::ScratchDir scratch;
+  std::string path = scratch.write("cnet-templates.conf", "TemplateName=small Gpus=1\nTemplateName=big Gpus=8\n");
+  cnet_preload_templates(path.c_str(), 20, capture);
+  EXPECT_TRUE(logged("2 templates: small, big", 0));
+  char env0[] = "SPANK_CNET_TEMPLATE=small", env1[] = "SPANK_CNET_TEMPLATE=huge";
+  char* small_env[] = {env0};
+  char* huge_env[] = {env1};
+  auto r = request_for(huge_env, 1);
   cnet_job_edit_t e;
   EXPECT_EQ(cnet_apply_template(path.c_str(), &r, &e), 1);
   EXPECT_NE(std::string(e.message).find("unknown template 'huge'; valid templates: small, big"), std::string::npos) << e.message;
@@ -124,14 +180,62 @@ TEST(TemplateBridge, UnknownNamesAndDamagedCatalogues) {
 
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   std::ofstream(path) << "TemplateName=small Gpus=many\n";
+  EXPECT_TRUE(eventually([] { return logged("Gpus=many must be a whole number", 1); }));
+  EXPECT_TRUE(logged("keeping the templates read before", 1));
   EXPECT_EQ(cnet_apply_template(path.c_str(), &r, &e), 0);
   EXPECT_STREQ(e.tres_per_node, "gres:gpu:1") << "the last good catalogue stays";
-  ASSERT_NE(e.catalog_problem, nullptr);
-  EXPECT_NE(std::string(e.catalog_problem).find("keeping the templates read before"), std::string::npos) << e.catalog_problem;
   cnet_job_edit_free(&e);
+
+  std::ofstream(path) << "TemplateName=small Gpus=2\n";
+  EXPECT_TRUE(eventually([&] {
+    cnet_apply_template(path.c_str(), &r, &e);
+    bool changed = e.tres_per_node && std::string(e.tres_per_node) == "gres:gpu:2";
+    cnet_job_edit_free(&e);
+    return changed;
+  }));
 
   r.spank_env_size = 0;  // no template: nothing to do
   EXPECT_EQ(cnet_apply_template(path.c_str(), &r, &e), 0);
   EXPECT_EQ(e.template_name, nullptr);
   cnet_job_edit_free(&e);
+  cnet_stop_templates();
+}
+
+// A submission never opens the file: a FIFO (or a hung NFS mount) at the templates path does not
+// stall slurmctld, which goes on with the last good catalogue.
+TEST(TemplateBridge, SubmissionsNeverWaitOnTheFile) {
+  cnet::testing::ScratchDir scratch;
+  std::string path = scratch.write("cnet-templates.conf", "TemplateName=small Gpus=1\n");
+  cnet_preload_templates(path.c_str(), 20, capture);
+  std::filesystem::remove(path);
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+  char env0[] = "SPANK_CNET_TEMPLATE=small";
+  char* env[] = {env0};
+  auto r = request_for(env, 1);
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) {
+    cnet_job_edit_t e;
+    EXPECT_EQ(cnet_apply_template(path.c_str(), &r, &e), 0);
+    EXPECT_STREQ(e.tres_per_node, "gres:gpu:1");
+    cnet_job_edit_free(&e);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  EXPECT_TRUE(eventually([] { return logged("not a regular file", 1); }));
+  cnet_stop_templates();
+}
+
+// The template name comes from the user's SPANK environment: a newline would forge slurmctld log lines.
+TEST(TemplateBridge, TemplateNamesFromTheJobAreChecked) {
+  cnet::testing::ScratchDir scratch;
+  std::string path = scratch.write("cnet-templates.conf", "TemplateName=small Gpus=1\n");
+  cnet_preload_templates(path.c_str(), 20, nullptr);
+  char env0[] = "SPANK_CNET_TEMPLATE=small\nerror: forged";
+  char* env[] = {env0};
+  auto r = request_for(env, 1);
+  cnet_job_edit_t e;
+  EXPECT_EQ(cnet_apply_template(path.c_str(), &r, &e), 1);
+  EXPECT_EQ(std::string(e.message), "cnet: the job's template name 'small\\x0aerror: forged' is not a template name (letters, digits, '_', '.', '-'; at most 64)");
+  cnet_job_edit_free(&e);
+  cnet_stop_templates();
 }

@@ -48,6 +48,11 @@ std::vector<unsigned> node_ranks(const std::vector<std::string>& rank_hosts);
 
 LaunchPlan plan_launch(const LaunchRequest& request, const topology::NodeTopology* topology);
 
+// Rank 0's port for the c10d store, held until just before exec so no other rank or process takes it:
+// bound and listening (a socket merely bound with SO_REUSEADDR holds nothing). `port` 0 picks a free
+// one and returns it there. Returns the descriptor to close before exec; throws std::runtime_error.
+int reserve_port(const std::string& address, unsigned& port);
+
 // The IPv4 address of a network interface ("" if it has none); the first up, non-loopback interface's
 // when `iface` is empty, else 127.0.0.1.
 std::string interface_address(const std::string& iface);

@@ -20,9 +20,10 @@ struct PmixStepPaths {
   std::filesystem::path client_dir;     // <TmpFS>/spmix_appdir_UID_JOB.STEP
 };
 
-// The paths mpi/pmix uses for one step; %n and %h in spool_dir become node_name (as slurmd expands them).
-PmixStepPaths pmix_step_paths(std::string spool_dir, const std::string& tmp_fs, const std::string& node_name, uid_t uid,
-                              std::uint32_t job, std::uint32_t step);
+// The paths mpi/pmix uses for one step; %n in spool_dir becomes the NodeName and %h the host name, as
+// slurmd expands them.
+PmixStepPaths pmix_step_paths(std::string spool_dir, const std::string& tmp_fs, const std::string& node_name,
+                              const std::string& host_name, uid_t uid, std::uint32_t job, std::uint32_t step);
 
 // Removes the step's leftovers unless a live server still answers on its socket (then nothing is
 // touched): only what `job_uid` or root owns, never following a link (common::remove_tree), since the

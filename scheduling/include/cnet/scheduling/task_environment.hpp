@@ -45,6 +45,10 @@ struct TaskRequest {
   // CNET_NICS came with the environment: cnet chose NICs for an enclosing step (the batch script's),
   // so a step that chooses none must not keep that step's NCCL/UCX NIC variables either.
   bool inherited_nics = false;
+  // NCCL_IB_HCA / UCX_NET_DEVICES / NCCL_SOCKET_IFNAME the user set before launching (not cnet for an
+  // enclosing step): kept as they are unless --cnet-bind or --cnet-net was asked for explicitly.
+  bool user_nic_variables = false;
+  bool net_requested = false;  // --cnet-net given explicitly
 };
 
 struct TaskEnvironment {

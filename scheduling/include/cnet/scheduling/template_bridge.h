@@ -30,17 +30,21 @@ typedef struct {
 	char *template_name;                         /* the template applied, NULL if none */
 	char *message;                               /* refusal: for the user */
 	char *note;                                  /* what was applied: for slurmctld's log */
-	char *catalog_problem;                       /* the templates file could not be (re)read */
 } cnet_job_edit_t;
 
-/* 0: apply `edit` (possibly nothing), 1: refuse the job with edit->message. The catalogue is read from
- * `templates_path` when first needed and again whenever the file changes; a file that fails to parse
- * keeps the last good catalogue (catalog_problem says why). */
+/* slurmctld's log, for what the background reader finds: a catalogue taken into use, or a problem. */
+typedef void (*cnet_log_fn)(const char *line, int is_error);
+
+/* 0: apply `edit` (possibly nothing), 1: refuse the job with edit->message. Touches no file: the
+ * catalogue comes from a background reader (cnet/scheduling/template_watcher.hpp) that rereads
+ * `templates_path` whenever it changes; a file that fails to parse keeps the last good catalogue. */
 int cnet_apply_template(const char *templates_path, const cnet_job_request_t *request, cnet_job_edit_t *edit);
 void cnet_job_edit_free(cnet_job_edit_t *edit);
-/* Reads the catalogue now (at plugin load); returns a malloc'd line for the log: the template names,
- * or why the file cannot be used. */
-char *cnet_preload_templates(const char *templates_path, int *ok);
+/* At plugin load: starts the reader (polling every `interval_ms`, 0: 2 s), which reports to `log`
+ * each catalogue it takes into use and each problem, once; waits at most 2 s for the first read. */
+void cnet_preload_templates(const char *templates_path, unsigned interval_ms, cnet_log_fn log);
+/* At plugin unload: stops the reader. */
+void cnet_stop_templates(void);
 
 #ifdef __cplusplus
 }
