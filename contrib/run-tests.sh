@@ -4,8 +4,9 @@
 # UndefinedBehaviorSanitizer (bad-input tests must not crash or leak). The project's own builds treat
 # warnings as errors; a default or packaging build never does.
 # Unit tests need nothing; cluster tests start and stop their own minicluster (as root).
-# Extra arguments go to the first ctest, e.g. -L unit. CNET_SKIP_SANITIZE=1 / CNET_SKIP_RELEASE=1 skip
-# those passes.
+# Then every parser a user or admin feeds is fuzzed for a bounded time (contrib/fuzz.sh).
+# Extra arguments go to the first ctest, e.g. -L unit. CNET_SKIP_SANITIZE=1 / CNET_SKIP_RELEASE=1 /
+# CNET_SKIP_FUZZ=1 skip those passes; CNET_FUZZ_SECONDS sets the time per fuzz target (default 30).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${CNET_BUILD_DIR:-$repo/build}
@@ -25,10 +26,29 @@ fi
 if [[ ${CNET_SKIP_SANITIZE:-0} != 1 ]]; then
   stamp "Debug build under address,undefined sanitizers, unit tests"
   CNET_BUILD_DIR=$build-sanitize "$repo/contrib/build.sh" -DCMAKE_BUILD_TYPE=Debug -DCNET_WARNINGS_AS_ERRORS=ON \
-    -DCNET_SANITIZE=address,undefined -DCNET_WITH_CUDA=OFF -DCNET_SLURM_SOURCE=
+    -DCNET_SANITIZE=address,undefined -DCNET_WITH_CUDA=OFF
   # hwloc's libpciaccess plugin leaks when unloaded (its linux component reads PCI from sysfs anyway);
   # PMIx and UCX keep some allocations until exit (tests/lsan.supp).
   HWLOC_COMPONENTS=-pci LSAN_OPTIONS="suppressions=$repo/tests/lsan.supp:print_suppressions=0" \
     ctest --test-dir "$build-sanitize" -L unit --output-on-failure
+  # The plugins and tools as slurmctld, slurmd, slurmstepd and srun run them: the sanitizer-built
+  # plugins inside the real daemons (runtimes preloaded), the tools under the cluster tests that use
+  # them. A report ends the daemon or tool, which fails its test; reports also land in $build-sanitize/asan.
+  stamp "sanitizer-built plugins and tools on a minicluster"
+  rm -rf "$build-sanitize/asan" && mkdir -p "$build-sanitize/asan"
+  CNET_DAEMON_PRELOAD="$(gcc -print-file-name=libasan.so.8):$(gcc -print-file-name=libubsan.so.1)" \
+  ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:log_path=$build-sanitize/asan/asan" \
+  UBSAN_OPTIONS="print_stacktrace=1:log_path=$build-sanitize/asan/ubsan" HWLOC_COMPONENTS=-pci \
+    ctest --test-dir "$build-sanitize" --output-on-failure \
+      -R '^cluster\.(up|down|spank_options|spank_task_env|spank_check|sbatch_example|job_submit|gres_rdma|cnet_pool|cnet_launch|cnet_perf|health_check|doctor_job)$'
+  if compgen -G "$build-sanitize/asan/*" >/dev/null; then
+    head -n 40 "$build-sanitize"/asan/*
+    echo "run-tests: the sanitizers reported the errors above" >&2
+    exit 1
+  fi
+fi
+if [[ ${CNET_SKIP_FUZZ:-0} != 1 ]]; then
+  stamp "fuzzing every parser (clang, address,undefined), ${CNET_FUZZ_SECONDS:-30} s each"
+  CNET_BUILD_DIR=$build "$repo/contrib/fuzz.sh"
 fi
 stamp "done"

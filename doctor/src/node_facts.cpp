@@ -318,7 +318,7 @@ std::vector<std::string> compare_snapshot(const std::string& template_json, cons
   json want;
   try {
     want = json::parse(template_json);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw std::runtime_error(std::string("the template is not JSON: ") + e.what());
   }
   if (!want.is_object() || want.value("format", "") != "cnet.doctor.snapshot/1")

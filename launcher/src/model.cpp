@@ -49,7 +49,7 @@ json layer_list(const SafetensorsFile& f) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw FormatError(source + ": layer list is not valid JSON (" + e.what() + ")");
   }
   if (j.is_object() && j.contains("layers")) j = j["layers"];

@@ -90,7 +90,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     };
     try {
       header = json::parse(reinterpret_cast<const char*>(map_) + 8, reinterpret_cast<const char*>(map_) + 8 + n, guard);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
       throw FormatError(path + ": header is not valid JSON (" + printable(e.what(), 200) + ")");
     }
     if (!header.is_object()) throw FormatError(path + ": header must be a JSON object");

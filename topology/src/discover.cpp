@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "cnet/common/host.hpp"
+#include "cnet/common/process.hpp"
 #include "cnet/topology/nvml.hpp"
 #include "cnet/topology/sysfs.hpp"
 
@@ -290,6 +291,27 @@ void merge_nvml(const NvmlReport& nvml, NodeTopology& topo) {
   }
 }
 
+// hwloc before 2.12 trusts an export's structure: a damaged one (an object without complete_cpuset, a
+// memory tier without a nodeset) crashes the process reading it, lstopo included. An export is read
+// once in a child process first, so a damaged file is an error, not a crash of cnet-topo or slurmd.
+void refuse_exports_hwloc_crashes_on(const std::filesystem::path& path) {
+  auto r = common::run_in_child([&] {
+    hwloc_topology_t probe = nullptr;
+    if (hwloc_topology_init(&probe) != 0) return std::string("init");
+    hwloc_topology_set_io_types_filter(probe, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    int rc = hwloc_topology_set_xml(probe, path.c_str()) == 0 ? hwloc_topology_load(probe) : -1;
+    hwloc_topology_destroy(probe);
+    return std::string(rc == 0 ? "ok" : "invalid");
+  }, std::chrono::seconds(60));
+  if (r.ok() && r.output == "ok") return;
+  if (r.ok())  // refused cleanly by hwloc: not loaded again here, where its error path would leak
+    throw TopologyError("'" + path.string() + "' is not a valid hwloc 2.x XML export (truncated or damaged?); regenerate it with "
+                        "'lstopo --of xml FILE' on the node");
+  throw TopologyError("'" + path.string() + "' makes hwloc " + (r.timed_out ? "hang" : "crash") +
+                      " while reading it: a damaged hwloc XML export (hwloc " HWLOC_VERSION " does not check every attribute); "
+                      "regenerate it with 'lstopo --of xml FILE' on the node");
+}
+
 TopologyHandle load_hwloc(const DiscoveryOptions& options) {
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) throw TopologyError("hwloc_topology_init failed: out of memory");
@@ -301,6 +323,7 @@ TopologyHandle load_hwloc(const DiscoveryOptions& options) {
     if (!probe)
       throw TopologyError("cannot read hwloc XML '" + path.string() + "': " + std::strerror(errno) +
                           " (export one with 'lstopo --of xml FILE' on the node)");
+    refuse_exports_hwloc_crashes_on(path);
     if (hwloc_topology_set_xml(t.get(), path.c_str()) != 0 || hwloc_topology_load(t.get()) != 0)
       throw TopologyError("'" + path.string() +
                           "' is not a valid hwloc 2.x XML export (truncated or damaged?); regenerate it with "

@@ -142,6 +142,11 @@ NodeTopology from_json(const std::string& text) {
     }
     t.nvswitch_bus_ids = j.at("nvswitches").get<std::vector<std::string>>();
     t.notes = j.at("notes").get<std::vector<std::string>>();
+    // Everything that reads a topology indexes GPUs by Gpu::index: it must be their position.
+    for (std::size_t i = 0; i < t.gpus.size(); ++i)
+      if (t.gpus[i].index != i)
+        throw TopologyError("damaged topology JSON: GPU " + std::to_string(i) + " says it is index " + std::to_string(t.gpus[i].index) +
+                            "; regenerate it with cnet-topo --format json");
     return t;
   } catch (const json::exception& e) {
     throw TopologyError(std::string("damaged topology JSON: ") + e.what() + "; regenerate it with cnet-topo --format json");

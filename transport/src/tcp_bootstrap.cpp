@@ -128,17 +128,6 @@ bool same_mac(const Mac& want, const Blob& got) {
 
 Blob as_blob(const Mac& m) { return Blob(reinterpret_cast<const std::byte*>(m.data()), reinterpret_cast<const std::byte*>(m.data()) + m.size()); }
 
-// The server's half: challenge, check the client's answer, prove knowing the key itself.
-void introduce_client(int fd, const std::string& key, Clock::time_point deadline) {
-  Blob ns = random_bytes(kNonce);
-  send_frame(fd, "challenge", ns);
-  Blob answer = receive_frame(fd, "answer", deadline);
-  if (answer.size() != kNonce + 32) throw Refused("answer of the wrong size");
-  Blob nc(answer.begin(), answer.begin() + kNonce), proof(answer.begin() + kNonce, answer.end());
-  if (!same_mac(mac(key, "cnet-perf client", ns, nc), proof)) throw Refused("it does not know the key (CNET_PERF_KEY / --key-file)");
-  send_frame(fd, "welcome", as_blob(mac(key, "cnet-perf server", nc, ns)));
-}
-
 // The client's half.
 void introduce_to_server(int fd, const std::string& key, Clock::time_point deadline) {
   Blob ns = receive_frame(fd, "challenge", deadline);
@@ -165,6 +154,17 @@ std::string peer_name(const sockaddr_storage& addr) {
 }
 
 }  // namespace
+
+// The server's half: challenge, check the client's answer, prove knowing the key itself.
+void TcpBootstrap::introduce_client(int fd, const std::string& key, std::chrono::steady_clock::time_point deadline) {
+  Blob ns = random_bytes(kNonce);
+  send_frame(fd, "challenge", ns);
+  Blob answer = receive_frame(fd, "answer", deadline);
+  if (answer.size() != kNonce + 32) throw Refused("answer of the wrong size");
+  Blob nc(answer.begin(), answer.begin() + kNonce), proof(answer.begin() + kNonce, answer.end());
+  if (!same_mac(mac(key, "cnet-perf client", ns, nc), proof)) throw Refused("it does not know the key (CNET_PERF_KEY / --key-file)");
+  send_frame(fd, "welcome", as_blob(mac(key, "cnet-perf server", nc, ns)));
+}
 
 TcpBootstrap::TcpBootstrap(int fd, std::uint32_t rank) : fd_(fd) {
   placement_.rank = rank;

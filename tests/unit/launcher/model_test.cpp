@@ -77,6 +77,7 @@ TEST_F(Model, BadLayerListsNameTheLayerAndTensor) {
       {R"([])", "non-empty JSON array"},
       {R"({"layers": 3})", "non-empty JSON array"},
       {"[{", "not valid JSON"},
+      {R"({"2":22222222222222222222222222e22222222})", "not valid JSON"},  // a number past double (found by fuzzing)
       {R"([{"type":"linear","weight":"w","eps":-1}])", "eps must be a positive number"},
       {R"([{"type":"linear","weight":"z"}])", "has a zero dimension"},
   };

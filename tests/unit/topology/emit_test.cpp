@@ -91,6 +91,20 @@ TEST(Json, RoundTripsEveryFixture) {
   }
 }
 
+// The slurmd-side cache is read by every step: a GPU index that is not its position (a hand edit, a
+// forged file) would index past the GPU list in pairing and checks.
+TEST(Json, GpuIndexesMustBeTheirPositions) {
+  auto t = cnet::topology::testing::load_fixture("32em64t-2n8c2t-pci-wholeio.xml");
+  ASSERT_GE(t.gpus.size(), 2u);
+  t.gpus[1].index = 7;
+  try {
+    from_json(to_json(t));
+    FAIL() << "accepted a GPU index that is not its position";
+  } catch (const TopologyError& e) {
+    EXPECT_NE(std::string(e.what()).find("GPU 1 says it is index 7"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Json, DamagedDocumentsAreRefusedWithAReason) {
   for (std::string bad : {"", "{", "[]", "{\"schema\":\"other/v9\"}", "{\"schema\":\"cnet.topology/v1\"}"}) {
     try {

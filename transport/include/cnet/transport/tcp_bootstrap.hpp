@@ -32,6 +32,9 @@ class TcpBootstrap final : public Bootstrap {
 
   // How long one connection may take to introduce itself before it is turned away.
   static constexpr std::chrono::seconds kIntroductionDeadline{5};
+  // The server's half of the introduction on an accepted connection: throws BootstrapError when the
+  // peer is not a cnet-perf client that knows `key`. (serve() runs it; fuzzers feed it bytes.)
+  static void introduce_client(int fd, const std::string& key, std::chrono::steady_clock::time_point deadline);
 
  private:
   TcpBootstrap(int fd, std::uint32_t rank);
