@@ -54,11 +54,10 @@ ProcessResult not_started(const std::string& why) {
   return r;
 }
 
-}  // namespace
-
-ProcessResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds deadline,
-                          const std::vector<std::pair<std::string, std::string>>& env, std::size_t max_output) {
-  if (argv.empty()) return not_started("no command");
+// Forks a child in its own process group whose stdout is a pipe back to us; the child runs `child`
+// (which must not return) and we collect its output until the deadline.
+ProcessResult fork_and_collect(std::chrono::milliseconds deadline, std::size_t max_output,
+                               const std::function<void(int write_fd)>& child) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return not_started("pipe");
   auto until = Clock::now() + deadline;
@@ -70,7 +69,21 @@ ProcessResult run_command(const std::vector<std::string>& argv, std::chrono::mil
   }
   if (pid == 0) {
     setpgid(0, 0);
-    dup2(fds[1], STDOUT_FILENO);
+    close(fds[0]);
+    child(fds[1]);
+    _exit(127);
+  }
+  close(fds[1]);
+  return collect(pid, fds[0], until, max_output);
+}
+
+}  // namespace
+
+ProcessResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds deadline,
+                          const std::vector<std::pair<std::string, std::string>>& env, std::size_t max_output) {
+  if (argv.empty()) return not_started("no command");
+  return fork_and_collect(deadline, max_output, [&](int out) {
+    dup2(out, STDOUT_FILENO);
     int null = open("/dev/null", O_RDWR);
     if (null >= 0) dup2(null, STDIN_FILENO), dup2(null, STDERR_FILENO);
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
@@ -78,25 +91,11 @@ ProcessResult run_command(const std::vector<std::string>& argv, std::chrono::mil
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     execvp(args[0], args.data());
-    _exit(127);
-  }
-  close(fds[1]);
-  return collect(pid, fds[0], until, max_output);
+  });
 }
 
 ProcessResult run_in_child(const std::function<std::string()>& work, std::chrono::milliseconds deadline, std::size_t max_output) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return not_started("pipe");
-  auto until = Clock::now() + deadline;
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return not_started("fork");
-  }
-  if (pid == 0) {
-    setpgid(0, 0);
-    close(fds[0]);
+  return fork_and_collect(deadline, max_output, [&](int out_fd) {
     int code = 0;
     std::string out;
     try {
@@ -109,15 +108,13 @@ ProcessResult run_in_child(const std::function<std::string()>& work, std::chrono
       code = 2;
     }
     for (std::size_t done = 0; done < out.size();) {
-      ssize_t n = write(fds[1], out.data() + done, out.size() - done);
+      ssize_t n = write(out_fd, out.data() + done, out.size() - done);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
       done += static_cast<std::size_t>(n);
     }
     _exit(code);  // no destructors or atexit handlers of the parent's state in the child
-  }
-  close(fds[1]);
-  return collect(pid, fds[0], until, max_output);
+  });
 }
 
 }  // namespace cnet::common

@@ -11,6 +11,7 @@
 #include "cnet/common/slurm_config.hpp"
 #include "cnet/common/text.hpp"
 #include "cnet/doctor/firewall.hpp"
+#include "cnet/doctor/slurm_plugins.hpp"
 #include "cnet/topology/check.hpp"
 
 namespace cnet::doctor {
@@ -24,7 +25,7 @@ const std::map<std::string, std::string> kSeverities = {
     {"clock.unsync", "warn"},  // no time source: a site NTP outage looks the same on every node
     {"swap", "warn"},     {"sysctl", "warn"},   {"memlock", "fail"}, {"limits", "warn"},
     {"nics", "fail"},     {"mtu", "fail"},      {"gres", "fail"},    {"discovery", "fail"},
-    {"dns", "warn"},      {"firewall", "fail"},
+    {"dns", "warn"},      {"firewall", "fail"},   {"plugins", "fail"},  // a plugin of another release is skipped
 };
 const std::map<std::string, std::string> kNumbers = {
     {"clock.max_offset_ms", "1000"}, {"net.core.rmem_max", "4194304"}, {"net.core.wmem_max", "4194304"},
@@ -233,6 +234,24 @@ std::vector<CheckResult> run_checks(const NodeFacts& f, const DoctorConfig& c) {
     if (bad.empty() && f.unresolved_in_time.empty() && !f.resolved.empty())
       add("dns", Status::pass, std::to_string(f.resolved.size()) + " nodes resolve" +
                                (f.cloud_nodes.empty() ? "" : " (" + std::to_string(f.cloud_nodes.size()) + " CLOUD nodes not checked)"));
+  }
+
+  // A cnet plugin built for another Slurm release is skipped at load with one log line, and what it
+  // provides silently vanishes from jobs (gres/rdma's NIC variables, say).
+  if (on("plugins") && !f.cnet_plugins.empty()) {
+    std::vector<std::string> bad;
+    for (const auto& p : f.cnet_plugins) {
+      std::string name = std::filesystem::path(p.path).filename().string();
+      if (!p.version) add("plugins", Status::warn, p.path + " is not readable as a Slurm plugin", "reinstall cnet-slurm-plugins");
+      else if (!f.slurm_version) continue;
+      else if (!slurm_would_load(*p.version, *f.slurm_version, p.spank))
+        bad.push_back(name + " was built for Slurm " + version_text(*p.version));
+    }
+    if (!bad.empty())
+      add("plugins", severity(c, "plugins"), common::join(bad, "; ") + ", but this node runs Slurm " + version_text(*f.slurm_version) + ", which skips it",
+          "install the cnet-slurm-plugins built for this Slurm, or build cnet against its configured source (README: site admin guide)");
+    else if (!f.slurm_version) add("plugins", Status::skip, "the running Slurm's version is not known (no slurmd -V)");
+    else add("plugins", Status::pass, std::to_string(f.cnet_plugins.size()) + " cnet plugins built for Slurm " + version_text(*f.slurm_version));
   }
 
   // The kernel's verdict on what matters: the controller's connection to this node's slurmd.

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "cnet/common/files.hpp"
@@ -19,6 +20,7 @@
 #include "cnet/common/process.hpp"
 #include "cnet/common/slurm_config.hpp"
 #include "cnet/common/text.hpp"
+#include "cnet/doctor/slurm_plugins.hpp"
 #include "cnet/topology/discover.hpp"
 #include "cnet/topology/emit.hpp"
 
@@ -215,6 +217,48 @@ void read_firewall(const GatherOptions& o, NodeFacts& f) {
   else f.firewall_rules = r.output, f.firewall_known = true;
 }
 
+// The cnet plugins this node's Slurm would load: gres_rdma.so and job_submit_cnet.so from PluginDir,
+// cnet.so from plugstack.conf (absolute, or relative to PluginDir).
+void find_cnet_plugins(const GatherOptions& o, const std::vector<common::ConfigLine>& conf, const fs::path& conf_path, NodeFacts& f) {
+  std::vector<std::string> dirs;
+  std::string plugstack = (conf_path.parent_path() / "plugstack.conf").string();
+  for (const auto& l : conf) {
+    if (const std::string* v = l.find("PluginDir")) dirs = common::split(*v, ':');
+    if (const std::string* v = l.find("PlugStackConfig")) plugstack = *v;
+  }
+  if (dirs.empty()) dirs = {"/usr/lib/x86_64-linux-gnu/slurm-wlm", "/usr/lib64/slurm", "/usr/lib/slurm", "/usr/local/lib/slurm"};
+  std::set<std::string> seen;
+  auto add = [&](const fs::path& p, bool spank) {
+    std::error_code ec;
+    fs::path real = under(o.root, p.string());
+    if (!fs::is_regular_file(real, ec) || !seen.insert(fs::weakly_canonical(real, ec).string()).second) return;
+    f.cnet_plugins.push_back({p.string(), plugin_version(real), spank});
+  };
+  for (const auto& d : dirs)
+    for (const char* name : {"job_submit_cnet.so", "gres_rdma.so"}) add(fs::path(d) / name, false);
+  std::istringstream in(read_text(under(o.root, plugstack)));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream w(line.substr(0, line.find('#')));
+    std::string flag, path;
+    if (!(w >> flag >> path) || fs::path(path).filename() != "cnet.so") continue;
+    if (fs::path(path).is_absolute()) add(path, true);
+    else
+      for (const auto& d : dirs) add(fs::path(d) / path, true);
+  }
+}
+
+std::optional<std::uint32_t> running_slurm_version(const GatherOptions& o) {
+  if (!o.slurm_version.empty()) return parse_slurm_version(o.slurm_version);
+  if (o.root != "/") return std::nullopt;
+  for (const auto& argv : {std::vector<std::string>{"slurmd", "-V"}, std::vector<std::string>{"scontrol", "--version"}}) {
+    auto r = common::run_command(argv, std::chrono::seconds(5));
+    if (r.ok())
+      if (auto v = parse_slurm_version(r.output)) return v;
+  }
+  return std::nullopt;
+}
+
 // The NICs the job environment names (UCX_NET_DEVICES=mlx5_0:1,eth0  NCCL_SOCKET_IFNAME==ib0,eth0).
 std::vector<std::string> job_fabric_from_environment() {
   std::vector<std::string> out;
@@ -297,6 +341,8 @@ NodeFacts gather_facts(const GatherOptions& o) {
     for (const auto& path : hosts_of(*file)) f.gres_devices.push_back({*name, path, fs::exists(under(o.root, path))});
   }
   read_firewall(o, f);
+  find_cnet_plugins(o, lines, conf, f);
+  if (!f.cnet_plugins.empty()) f.slurm_version = running_slurm_version(o);
   return f;
 }
 

@@ -46,12 +46,16 @@ static char *type_of(List gres_conf_list, const char *path)
 {
 	gres_slurmd_conf_t *conf;
 	char *found = NULL;
+	if (!gres_conf_list)
+		return NULL;
 	ListIterator it = list_iterator_create(gres_conf_list);
 	while (!found && (conf = list_next(it))) {
 		if (xstrcmp(conf->name, gres_name) || !conf->file || !conf->type_name)
 			continue;
 		hostlist_t files = hostlist_create(conf->file);
 		char *file;
+		if (!files)
+			continue;
 		while (!found && (file = hostlist_shift(files))) {
 			if (!xstrcmp(file, path))
 				found = conf->type_name;
@@ -76,26 +80,33 @@ extern int fini(void)
 	return SLURM_SUCCESS;
 }
 
+/* Called at start and on every reconfigure, by slurmd and (for nodes that have not registered, such as
+ * State=CLOUD ones) by slurmctld. Devices and their names are built afresh each time. No devices is a
+ * valid state: slurmctld never lists them, and a gres.conf line with Count= and no File= has none. */
 extern int gres_p_node_config_load(List gres_conf_list, node_config_load_t *config)
 {
-	if (gres_devices)
-		return SLURM_SUCCESS;
+	FREE_NULL_LIST(gres_devices);
+	free_names();
 	int rc = common_node_config_load(gres_conf_list, gres_name, config, &gres_devices);
 	if (rc != SLURM_SUCCESS) {
 		error("%s: gres.conf has no usable Name=rdma lines (write them with cnet-topo --format gres)", plugin_type);
 		return rc;
 	}
-	free_names();
+	if (!gres_devices)
+		return SLURM_SUCCESS;
 	gres_device_t *dev;
 	ListIterator it = list_iterator_create(gres_devices);
 	while ((dev = list_next(it))) {
-		if (dev->index < 0)
+		if (dev->index < 0 || dev->index > 4095 || !dev->path)
 			continue;
 		if ((uint32_t)dev->index >= device_name_count) {
 			xrecalloc(device_names, dev->index + 1, sizeof(char *));
 			device_name_count = dev->index + 1;
 		}
 		char *name = cnet_rdma_device_port(dev->path, type_of(gres_conf_list, dev->path));
+		if (!name)
+			continue;
+		xfree(device_names[dev->index]);
 		device_names[dev->index] = xstrdup(name);
 		free(name);
 		debug("%s: device %d %s is %s", plugin_type, dev->index, dev->path, device_names[dev->index]);
@@ -126,6 +137,9 @@ static void set_env(char ***env_ptr, bitstr_t *gres_bit_alloc, bitstr_t *usable_
 	}
 	char *lines = cnet_rdma_environment(csv);
 	char *save = NULL;
+	xfree(csv);
+	if (!lines)
+		return;
 	for (char *line = strtok_r(lines, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *eq = strchr(line, '=');
 		if (!eq)
@@ -134,7 +148,6 @@ static void set_env(char ***env_ptr, bitstr_t *gres_bit_alloc, bitstr_t *usable_
 		env_array_overwrite(env_ptr, line, eq + 1);
 	}
 	free(lines);
-	xfree(csv);
 }
 
 extern void gres_p_job_set_env(char ***job_env_ptr, bitstr_t *gres_bit_alloc, uint64_t gres_cnt, gres_internal_flags_t flags)

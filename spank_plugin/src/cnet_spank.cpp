@@ -5,10 +5,12 @@
 // plugstack.conf: required cnet.so templates=/etc/slurm/cnet-templates.conf [cache=/var/spool/cnet]
 //                 [hwloc_xml=FILE] [sysfs_root=DIR]   (the last two point discovery at a fixture, for tests)
 #include <dlfcn.h>
+#include <link.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -266,6 +268,27 @@ void print_to_task(const std::string& line) {
 }
 
 
+// slurm.conf names gres/rdma in GresTypes, yet no gres_rdma.so is loaded in this slurmstepd: Slurm
+// skipped it (built for another release, say) with one line in slurmd's log, so the RDMA NICs jobs
+// are allocated would silently reach no NCCL_IB_HCA/UCX_NET_DEVICES. "" when all is well.
+std::string skipped_gres_rdma() {
+  const auto* conf = static_cast<const slurm_conf_t*>(dlsym(RTLD_DEFAULT, "slurm_conf"));
+  if (!conf || !conf->gres_plugins) return "";
+  auto types = cnet::common::split(conf->gres_plugins);
+  if (std::find(types.begin(), types.end(), "rdma") == types.end()) return "";
+  bool loaded = false;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* found) {
+        if (info->dlpi_name && std::filesystem::path(info->dlpi_name).filename() == "gres_rdma.so") *static_cast<bool*>(found) = true;
+        return 0;
+      },
+      &loaded);
+  if (loaded) return "";
+  return "slurm.conf's GresTypes names rdma, but gres/rdma is not loaded in this step (slurmd's log says why: a gres_rdma.so "
+         "built for another Slurm release is skipped), so RDMA NICs allocated with --gres=rdma get no NCCL_IB_HCA/UCX_NET_DEVICES; "
+         "cnet-doctor's 'plugins' check names the mismatch";
+}
+
 // In slurmstepd, before mpi/pmix sets the step up: remove what an earlier run of this very step left
 // on the node (a requeued job whose node died under it), which would otherwise fail the launch.
 void clear_stale_pmix_state(spank_t sp) {
@@ -384,6 +407,8 @@ int slurm_spank_task_init(spank_t sp, int, char**) {
     spank_get_item(sp, S_TASK_ID, &local_task);
     spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks);
 
+    if (local_task == 0)
+      if (auto why = skipped_gres_rdma(); !why.empty()) print_to_task(why);
     if (!g_check_failures.empty()) {
       if (local_task == 0)
         for (const auto& line : g_check_failures) print_to_task(line);

@@ -29,6 +29,13 @@ struct GresDevice {
   bool present = false;
 };
 
+// A cnet plugin file this node's Slurm is set up to load, and the release it was built for.
+struct PluginFile {
+  std::string path;
+  std::optional<std::uint32_t> version;  // plugin_version; nullopt: not readable as a Slurm plugin
+  bool spank = false;
+};
+
 struct NodeFacts {
   std::string hostname;
   ClockState clock;
@@ -51,6 +58,8 @@ struct NodeFacts {
   bool firewall_known = false;
   std::string firewall_problem;                 // why it is not known (no iptables-save, it hung, ...)
   std::vector<std::string> job_fabric;          // NICs jobs use from UCX_NET_DEVICES/NCCL_SOCKET_IFNAME, if set
+  std::optional<std::uint32_t> slurm_version;   // the running Slurm's (slurmd -V), 0x160508 for 22.05.8
+  std::vector<PluginFile> cnet_plugins;         // cnet.so (plugstack.conf), job_submit_cnet.so, gres_rdma.so (PluginDir)
 };
 
 struct Deadlines {
@@ -64,6 +73,7 @@ struct GatherOptions {
   std::vector<std::string> nodes;     // names to resolve; default: slurm.conf's NodeName= entries
   std::string firewall_rules_file;    // default: run iptables-save when it exists
   bool live_process_limits = true;    // read this process's rlimits and adjtimex (off for fake trees)
+  std::string slurm_version;          // default: what `slurmd -V` (or `scontrol --version`) says
   Deadlines deadlines;
 };
 
