@@ -10,9 +10,11 @@ std::string hostname() {
   return host;
 }
 
-std::string short_hostname() {
-  std::string h = hostname();
-  return h.substr(0, h.find('.'));
+std::string short_name(const std::string& host) {
+  if (host.find_first_not_of("0123456789.") == std::string::npos) return host;
+  return host.substr(0, host.find('.'));
 }
+
+std::string short_hostname() { return short_name(hostname()); }
 
 }  // namespace cnet::common

@@ -165,6 +165,7 @@ namespace {
 void discover_within(const GatherOptions& o, NodeFacts& f) {
   topology::DiscoveryOptions d;
   if (o.root != "/") d.sysfs_root = o.root, d.use_nvml = false;
+  d.hostname = o.hostname.empty() ? common::short_hostname() : o.hostname;  // the node checked, whatever tree it is read from
   auto r = common::run_in_child([&] { return topology::to_json(topology::discover(d)); }, o.deadlines.discovery);
   if (r.timed_out) {
     f.topology_hung = true;

@@ -103,7 +103,8 @@ TaskEnvironment plan_task_environment(const topology::NodeTopology& topo, const 
   // The task's NICs: for bind modes, the NICs paired with its GPUs; else (or without GPUs) every NIC of
   // the chosen kind, letting the libraries choose among them.
   std::vector<const Nic*> nics;
-  auto wanted = [&](const Nic& n) { return use_rdma ? rdma(n) && allocated(n) : !n.netdev.empty(); };
+  // A DOWN or INIT port is never handed to a task: the job would die on it.
+  auto wanted = [&](const Nic& n) { return topology::usable(n) && (use_rdma ? rdma(n) && allocated(n) : !n.netdev.empty()); };
   if (keep_gres_nics || keep_users_nics) {
     // gres/rdma set the task's NICs to devices this topology does not describe, or the user chose them
     // and asked cnet for nothing: leave them.

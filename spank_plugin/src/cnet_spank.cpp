@@ -109,12 +109,11 @@ topo::NodeTopology discover_node() {
   topo::DiscoveryOptions o;
   if (!g_args.hwloc_xml.empty()) o.hwloc_xml = g_args.hwloc_xml;
   if (!g_args.sysfs_root.empty()) o.sysfs_root = g_args.sysfs_root;
+  o.hostname = hostname();  // this node, even when a fixture or a tree describes its devices in tests
   auto r = cnet::common::run_in_child([&] { return topo::to_json(topo::discover(o)); }, kDiscoveryDeadline);
   if (r.timed_out) throw std::runtime_error("topology discovery did not finish within " + std::to_string(kDiscoveryDeadline.count()) + " s (a hung GPU driver?)");
   if (!r.ok()) throw std::runtime_error(r.output.empty() ? "topology discovery failed" : r.output);
-  topo::NodeTopology t = topo::from_json(r.output);
-  if (!g_args.hwloc_xml.empty()) t.hostname = hostname();  // a fixture describes this node in tests
-  return t;
+  return topo::from_json(r.output);
 }
 
 // slurmd, as root: discover once and leave a world-readable cache for the job steps.

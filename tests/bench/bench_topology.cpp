@@ -13,6 +13,7 @@
 
 #include "cnet/topology/discover.hpp"
 #include "cnet/topology/emit.hpp"
+#include "hwloc_peer.hpp"
 
 namespace {
 std::string g_xml;
@@ -30,19 +31,7 @@ void CnetDiscoverAndEmitAll(benchmark::State& state) {
 }
 
 void HwlocLoadAndExportXml(benchmark::State& state) {
-  for (auto _ : state) {
-    hwloc_topology_t t;
-    hwloc_topology_init(&t);
-    hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    hwloc_topology_set_xml(t, g_xml.c_str());
-    hwloc_topology_load(t);
-    char* buf = nullptr;
-    int len = 0;
-    hwloc_topology_export_xmlbuffer(t, &buf, &len, 0);
-    benchmark::DoNotOptimize(len);
-    hwloc_free_xmlbuffer(t, buf);
-    hwloc_topology_destroy(t);
-  }
+  for (auto _ : state) benchmark::DoNotOptimize(cnet::bench::hwloc_load_and_export(g_xml));
 }
 
 void LstopoOfXmlCommand(benchmark::State& state) {

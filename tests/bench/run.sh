@@ -23,6 +23,11 @@ print(f"topology: ratio to hwloc load+export in-process {cnet / hwloc:.2f}x, to 
 sys.exit(0 if cnet < 50 else 1)
 PY
 
+# topology at scale: a synthetic 2048-GPU export, each format in its own process next to hwloc
+# loading and re-exporting the same file; target every format < 1 s and < 200 MB.
+echo "== topology: 2048-GPU synthetic export"
+"$build/bin/bench_topology_scale" 3
+
 # templates: the catalogue parse is linear in the file size (job_submit/cnet rereads it in the background).
 echo "== templates: catalogue parse, 256 KiB vs 1 MiB"
 "$build/bin/bench_templates"

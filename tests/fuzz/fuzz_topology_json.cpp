@@ -1,4 +1,4 @@
-// The topology cache (cnet.topology/v1) the SPANK plugin reads in every step: a damaged or forged file
+// The topology cache (cnet.topology/v2, v1 still read) the SPANK plugin reads in every step: a damaged or forged file
 // is refused with TopologyError, never trusted into a crash.
 #include "cnet/topology/check.hpp"
 #include "cnet/topology/emit.hpp"

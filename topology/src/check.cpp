@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "cnet/common/text.hpp"
 #include "cnet/topology/paths.hpp"
 
 namespace cnet::topology {
@@ -39,7 +40,11 @@ std::vector<Finding> check_links(const NodeTopology& topo, const CheckOptions& o
                           "link trained at " + std::to_string(n.lanes) + "X (" + std::to_string(n.rate_gbps) +
                               " Gb/s) instead of " + std::to_string(options.expected_ib_lanes) + "X",
                           "reseat or replace the cable; check the switch port with ibportstate", FindingKind::link_fault, "width"});
-    if (options.min_rate_gbps && n.rate_gbps && n.rate_gbps < options.min_rate_gbps)
+    if (options.min_rate_gbps && in_fabric(n, options) && !n.rate_gbps)
+      findings.push_back({n.name, "rate unknown: not checked against " + std::to_string(options.min_rate_gbps) + " Gb/s",
+                          "run cnet-topo check on the node itself, or give it the node's /sys with --sysfs-root",
+                          FindingKind::unknown, "rate"});
+    if (options.min_rate_gbps && in_fabric(n, options) && n.rate_gbps && n.rate_gbps < options.min_rate_gbps)
       findings.push_back({n.name,
                           "negotiated " + std::to_string(n.rate_gbps) + " Gb/s, below the expected " +
                               std::to_string(options.min_rate_gbps) + " Gb/s",
@@ -63,14 +68,24 @@ std::vector<Finding> check_links(const NodeTopology& topo, const CheckOptions& o
   }
 
   if (!topo.nics.empty()) {
+    bool any_rdma = std::any_of(topo.nics.begin(), topo.nics.end(), [](const Nic& n) { return n.kind != NicKind::eth; });
     for (const auto& p : pair_gpus_with_nics(topo)) {
-      if (p.nic >= 0 && p.path.level != PathLevel::sys) continue;
       const Gpu& g = topo.gpus[p.gpu];
-      findings.push_back({"GPU" + std::to_string(g.index),
-                          "no NIC on the socket of GPU" + std::to_string(g.index) + " (" + g.pci.bus_id +
-                              "): its network traffic crosses the CPU interconnect",
-                          "place a NIC on that socket, or bind jobs on this GPU with --cnet-bind=closest and expect less bandwidth",
-                          FindingKind::placement, "pairing"});
+      std::string gpu = "GPU" + std::to_string(g.index);
+      if (p.nic < 0) {
+        std::vector<std::string> seen;
+        for (const auto& n : topo.nics)
+          if (!any_rdma || n.kind != NicKind::eth) seen.push_back(n.name + " (" + (n.state.empty() ? "state unknown" : n.state) + ")");
+        findings.push_back({gpu, "no usable NIC for " + gpu + " (" + g.pci.bus_id + "): " + common::join(seen, ", "),
+                            "bring a port up (ibstat; check the cable and that the subnet manager sees it); jobs on this GPU get no NIC binding until then",
+                            FindingKind::link_fault, "pairing"});
+      } else if (p.path.level == PathLevel::sys) {
+        findings.push_back({gpu,
+                            "no usable NIC on the package (socket) of " + gpu + " (" + g.pci.bus_id + "): its network traffic crosses "
+                                "the CPU interconnect to " + topo.nics[static_cast<std::size_t>(p.nic)].name,
+                            "place a NIC on that socket, or bind jobs on this GPU with --cnet-bind=closest and expect less bandwidth",
+                            FindingKind::placement, "pairing"});
+      }
     }
   }
   return findings;

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <regex>
+#include <set>
 
 #include "cnet/common/host.hpp"
 #include "cnet/common/process.hpp"
@@ -69,10 +70,11 @@ class HwlocReader {
   HwlocReader(hwloc_topology_t t) : t_(t) {
     hwloc_obj_t machine = hwloc_get_root_obj(t_);
     last_cpu_ = hwloc_bitmap_last(machine->complete_cpuset);
+    for (hwloc_obj_t p = nullptr; (p = hwloc_get_next_obj_by_type(t_, HWLOC_OBJ_PACKAGE, p));) packages_.push_back(p);
   }
 
-  Locality locality(hwloc_obj_t io) const {
-    Locality loc;
+  Locality locality(hwloc_obj_t io) {
+    std::vector<PciHop> path;
     for (hwloc_obj_t p = io->parent; p && hwloc_obj_type_is_io(p->type); p = p->parent) {
       if (p->type != HWLOC_OBJ_BRIDGE) continue;
       PciHop hop;
@@ -84,29 +86,56 @@ class HwlocReader {
         hop.class_id = up.class_id;
         hop.vendor_id = up.vendor_id;
         hop.device_id = up.device_id;
+        hop.subvendor_id = up.subvendor_id;
+        hop.subdevice_id = up.subdevice_id;
         hop.link_gbytes_per_s = up.linkspeed;
       }
-      loc.pci_path.insert(loc.pci_path.begin(), hop);
+      path.insert(path.begin(), hop);
     }
     hwloc_obj_t cpu_side = hwloc_get_non_io_ancestor_obj(t_, io);
-    if (!cpu_side || !cpu_side->cpuset) return loc;
-    loc.cpuset = bitmap_list(cpu_side->cpuset);
-    loc.cpumask = cpumap(cpu_side->cpuset, last_cpu_);
-    if (cpu_side->nodeset) {
-      loc.nodeset = bitmap_list(cpu_side->nodeset);
-      if (hwloc_bitmap_weight(cpu_side->nodeset) == 1) loc.numa_node = hwloc_bitmap_first(cpu_side->nodeset);
-    }
-    for (hwloc_obj_t core = nullptr;
-         (core = hwloc_get_next_obj_inside_cpuset_by_type(t_, cpu_side->cpuset, HWLOC_OBJ_CORE, core));)
-      loc.cores.push_back(core->logical_index);
+    Locality loc = cpu_side && cpu_side->cpuset ? cpu_locality(cpu_side) : Locality{};
+    loc.pci_path = std::move(path);
     return loc;
   }
 
   int last_cpu() const { return last_cpu_; }
 
  private:
+  // The CPU side of a locality, worked out once per CPU-side object: a node's devices share a few of
+  // them, and walking every core for every device would grow with devices times cores.
+  const Locality& cpu_locality(hwloc_obj_t cpu_side) {
+    auto [it, fresh] = cpu_sides_.try_emplace(cpu_side->gp_index);
+    Locality& loc = it->second;
+    if (!fresh) return loc;
+    loc.cpuset = bitmap_list(cpu_side->cpuset);
+    loc.cpumask = cpumap(cpu_side->cpuset, last_cpu_);
+    if (cpu_side->nodeset) {
+      loc.nodeset = bitmap_list(cpu_side->nodeset);
+      if (hwloc_bitmap_weight(cpu_side->nodeset) == 1) loc.numa_node = hwloc_bitmap_first(cpu_side->nodeset);
+    }
+    loc.package = package_of(cpu_side->cpuset);
+    for (hwloc_obj_t core = nullptr;
+         (core = hwloc_get_next_obj_inside_cpuset_by_type(t_, cpu_side->cpuset, HWLOC_OBJ_CORE, core));)
+      loc.cores.push_back(core->logical_index);
+    return loc;
+  }
+
+  // The one package whose CPUs the object's CPUs fall in; -1 when they span several (a NUMA node of
+  // four sockets) or the export has no packages.
+  int package_of(hwloc_const_bitmap_t cpus) const {
+    int found = -1, count = 0;
+    for (hwloc_obj_t p : packages_) {
+      if (!p->cpuset || !hwloc_bitmap_intersects(p->cpuset, cpus)) continue;
+      found = p->os_index == HWLOC_UNKNOWN_INDEX ? static_cast<int>(p->logical_index) : static_cast<int>(p->os_index);
+      ++count;
+    }
+    return count == 1 ? found : -1;
+  }
+
   hwloc_topology_t t_;
   int last_cpu_ = 0;
+  std::vector<hwloc_obj_t> packages_;
+  std::map<std::uint64_t, Locality> cpu_sides_;
 };
 
 bool is_gpu(const PcidevAttr& p) {
@@ -145,7 +174,7 @@ std::string rdma_state_name(const std::string& code) {
   return it == names.end() ? code : it->second;
 }
 
-Gpu read_gpu(const HwlocReader& reader, hwloc_obj_t pcidev) {
+Gpu read_gpu(HwlocReader& reader, hwloc_obj_t pcidev) {
   Gpu gpu;
   gpu.pci = pci_identity(pcidev);
   gpu.vendor = gpu.pci.vendor_id == kNvidia ? "NVIDIA" : "AMD";
@@ -166,7 +195,7 @@ Gpu read_gpu(const HwlocReader& reader, hwloc_obj_t pcidev) {
   return gpu;
 }
 
-Nic read_nic(const HwlocReader& reader, hwloc_obj_t pcidev) {
+Nic read_nic(HwlocReader& reader, hwloc_obj_t pcidev) {
   Nic nic;
   nic.pci = pci_identity(pcidev);
   nic.locality = reader.locality(pcidev);
@@ -175,6 +204,7 @@ Nic read_nic(const HwlocReader& reader, hwloc_obj_t pcidev) {
     if (os->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS && nic.rdma_device.empty()) {
       nic.rdma_device = os->name;
       nic.guid = info(os, "NodeGUID");
+      nic.system_guid = info(os, "SysImageGUID");
       for (unsigned port = 1; port <= 4; ++port) {
         std::string state = info(os, ("Port" + std::to_string(port) + "State").c_str());
         if (state.empty()) continue;
@@ -201,6 +231,7 @@ void enrich_from_sysfs(Nic& nic, const SysfsReader& sysfs) {
     if (!found.empty()) nic.rdma_device = found.front();
   }
   if (!nic.rdma_device.empty() && nic.verbs_device.empty()) nic.verbs_device = sysfs.verbs_device_of(nic.rdma_device);
+  if (!nic.rdma_device.empty() && nic.system_guid.empty()) nic.system_guid = sysfs.rdma_system_guid(nic.rdma_device);
   if (nic.netdev.empty()) {
     auto found = sysfs.netdevs_of_pci(nic.pci.bus_id);
     if (!found.empty()) nic.netdev = found.front();
@@ -249,17 +280,21 @@ std::optional<std::pair<std::string, NvLink::Target>> nvlink_endpoint(hwloc_obj_
   return std::nullopt;
 }
 
+// Every NVLinkBandwidth matrix hwloc holds (one per NVLink domain on large machines). A GPU in one
+// has known NVLinks, even if it has none.
 void read_nvlinks_from_hwloc(hwloc_topology_t t, NodeTopology& topo) {
-  unsigned nr = 8;
-  hwloc_distances_s* dists[8];
-  if (hwloc_distances_get_by_name(t, "NVLinkBandwidth", &nr, dists, 0) != 0) return;
+  unsigned nr = 0;
+  if (hwloc_distances_get_by_name(t, "NVLinkBandwidth", &nr, nullptr, 0) != 0 || nr == 0) return;
+  std::vector<hwloc_distances_s*> dists(nr);
+  if (hwloc_distances_get_by_name(t, "NVLinkBandwidth", &nr, dists.data(), 0) != 0) return;
   std::map<std::string, Gpu*> by_bus;
   for (auto& g : topo.gpus) by_bus[g.pci.bus_id] = &g;
-  for (unsigned d = 0; d < std::min(nr, 8u); ++d) {
+  for (unsigned d = 0; d < std::min<std::size_t>(nr, dists.size()); ++d) {
     const hwloc_distances_s* m = dists[d];
     for (unsigned i = 0; i < m->nbobjs; ++i) {
       auto from = nvlink_endpoint(m->objs[i]);
       if (!from || !by_bus.count(from->first)) continue;
+      by_bus[from->first]->nvlinks_known = true;
       for (unsigned j = 0; j < m->nbobjs; ++j) {
         auto to = nvlink_endpoint(m->objs[j]);
         if (i == j || !to) continue;
@@ -281,6 +316,7 @@ void merge_nvml(const NvmlReport& nvml, NodeTopology& topo) {
     if (!n.name.empty()) g.model = n.name;
     if (n.memory_bytes) g.memory_bytes = n.memory_bytes;
     g.minor = n.minor;
+    g.nvlinks_known = true;
     if (!n.nvlink_remote_bus_ids.empty()) g.nvlinks.clear();
     std::map<std::string, unsigned> counts;
     for (const auto& remote : n.nvlink_remote_bus_ids) ++counts[remote];
@@ -312,6 +348,20 @@ void refuse_exports_hwloc_crashes_on(const std::filesystem::path& path) {
                       "regenerate it with 'lstopo --of xml FILE' on the node");
 }
 
+// hwloc 2.x reads only 1.x and 2.x exports and calls anything newer invalid; say which it is.
+void refuse_newer_xml_versions(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(4096, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  static const std::regex version("<topology[^>]*\\sversion=\"([0-9]+)(\\.[0-9]+)?\"");
+  std::smatch m;
+  if (!std::regex_search(head, m, version) || std::stoi(m[1].str().substr(0, 6)) <= HWLOC_API_VERSION >> 16) return;
+  throw TopologyError("'" + path.string() + "': hwloc XML version " + m[1].str() + m[2].str() + " is newer than this hwloc (" +
+                      std::to_string(HWLOC_API_VERSION >> 16) + ".x) can read; export the node with an hwloc " +
+                      std::to_string(HWLOC_API_VERSION >> 16) + ".x lstopo ('lstopo --of xml FILE')");
+}
+
 TopologyHandle load_hwloc(const DiscoveryOptions& options) {
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) throw TopologyError("hwloc_topology_init failed: out of memory");
@@ -323,6 +373,7 @@ TopologyHandle load_hwloc(const DiscoveryOptions& options) {
     if (!probe)
       throw TopologyError("cannot read hwloc XML '" + path.string() + "': " + std::strerror(errno) +
                           " (export one with 'lstopo --of xml FILE' on the node)");
+    refuse_newer_xml_versions(path);
     refuse_exports_hwloc_crashes_on(path);
     if (hwloc_topology_set_xml(t.get(), path.c_str()) != 0 || hwloc_topology_load(t.get()) != 0)
       throw TopologyError("'" + path.string() +
@@ -351,6 +402,68 @@ std::string nccl_arch(const std::string& hwloc_arch) {
   return hwloc_arch.empty() ? "x86_64" : hwloc_arch;
 }
 
+// A device whose bus is outside its parent bridge's bus range is not where the export says (a bus id
+// missing from the export reads as 0000:00:00.0): named, so its pairing is not trusted blindly.
+void note_bus_outside_bridge(hwloc_obj_t dev, const char* what, NodeTopology& topo) {
+  hwloc_obj_t parent = dev->parent;
+  if (!parent || parent->type != HWLOC_OBJ_BRIDGE || parent->attr->bridge.downstream_type != HWLOC_OBJ_BRIDGE_PCI) return;
+  const auto& range = parent->attr->bridge.downstream.pci;
+  const auto& p = dev->attr->pcidev;
+  if (p.domain == range.domain && p.bus >= range.secondary_bus && p.bus <= range.subordinate_bus) return;
+  char buses[32];
+  std::snprintf(buses, sizeof buses, "%04x:[%02x-%02x]", range.domain, range.secondary_bus, range.subordinate_bus);
+  std::string bridge = parent->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI ? "bridge " + bus_id(parent->attr->bridge.upstream.pci)
+                                                                                  : std::string("host bridge");
+  topo.notes.push_back(std::string(what) + " " + bus_id(p) + " is outside the bus range " + buses + " of its " + bridge +
+                       ": its bus id is missing or wrong in the export, and its PCIe path may be too");
+}
+
+void refuse_duplicate_bus_ids(const NodeTopology& topo) {
+  std::set<std::string> seen;
+  auto claim = [&](const std::string& bus, const char* what) {
+    if (!seen.insert(bus).second)
+      throw TopologyError(std::string("two devices claim PCI bus id ") + bus + " (the second a " + what +
+                          "): a damaged or hand-edited export; regenerate it with 'lstopo --of xml FILE' on the node");
+  };
+  for (const auto& g : topo.gpus) claim(g.pci.bus_id, "GPU");
+  for (const auto& n : topo.nics) claim(n.pci.bus_id, "NIC");
+}
+
+// An export and a /sys tree of two machines would be merged into a node that does not exist.
+void refuse_other_machines_tree(const DiscoveryOptions& o, const std::string& export_host, const SysfsReader& sysfs,
+                                const std::set<std::string>& export_pci, const NodeTopology& topo) {
+  auto refuse = [&](const std::string& why) {
+    throw TopologyError("the /sys tree '" + o.sysfs_root->string() + "' is not of the machine in '" + o.hwloc_xml->string() + "': " + why +
+                        "; take both on the same node (lstopo --of xml FILE, and the /sys tree)");
+  };
+  std::string recorded = sysfs.recorded_hostname();
+  if (!recorded.empty() && !export_host.empty() && common::short_name(recorded) != common::short_name(export_host))
+    refuse("it records host '" + recorded + "', the export '" + export_host + "'");
+  auto listed = sysfs.pci_devices();
+  std::set<std::string> in_tree(listed.begin(), listed.end());
+  if (!in_tree.empty()) {
+    for (const auto& g : topo.gpus)
+      if (!in_tree.count(g.pci.bus_id)) refuse("the export's GPU " + g.pci.bus_id + " is not in its sys/bus/pci/devices");
+    for (const auto& n : topo.nics)
+      if (!in_tree.count(n.pci.bus_id)) refuse("the export's NIC " + n.pci.bus_id + " is not in its sys/bus/pci/devices");
+  }
+  for (const auto& [device, bus] : sysfs.rdma_device_functions())
+    if (!export_pci.count(bus)) refuse("its RDMA device " + device + " is at " + bus + ", which the export does not have");
+}
+
+std::string node_name(const DiscoveryOptions& o, hwloc_obj_t root, const std::optional<SysfsReader>& sysfs) {
+  if (o.hostname) return common::short_name(*o.hostname);
+  if (o.hwloc_xml) return common::short_name(info(root, "HostName"));
+  if (o.sysfs_root && *o.sysfs_root != "/") {
+    std::string recorded = sysfs->recorded_hostname();
+    if (recorded.empty())
+      throw TopologyError("the /sys tree '" + o.sysfs_root->string() + "' does not record which machine it is (no proc/sys/kernel/hostname or "
+                          "etc/hostname in it); name it with --hostname NAME");
+    return common::short_name(recorded);
+  }
+  return common::short_hostname();
+}
+
 }  // namespace
 
 NodeTopology discover(const DiscoveryOptions& options) {
@@ -360,8 +473,11 @@ NodeTopology discover(const DiscoveryOptions& options) {
   NodeTopology topo;
 
   hwloc_obj_t root = hwloc_get_root_obj(t);
-  topo.hostname = info(root, "HostName");
-  if (!options.hwloc_xml) topo.hostname = common::hostname();
+  bool live = !options.hwloc_xml;
+  std::optional<SysfsReader> sysfs;
+  if (options.sysfs_root) sysfs.emplace(*options.sysfs_root);
+  else if (live) sysfs.emplace("/");
+  topo.hostname = node_name(options, root, sysfs);
   topo.cpu.arch = nccl_arch(info(root, "Architecture"));
   hwloc_obj_t package = hwloc_get_obj_by_type(t, HWLOC_OBJ_PACKAGE, 0);
   topo.cpu.vendor = info(package, "CPUVendor");
@@ -377,34 +493,43 @@ NodeTopology discover(const DiscoveryOptions& options) {
     topo.numa_nodes.push_back({numa->os_index, bitmap_list(numa->cpuset), cpumap(numa->cpuset, reader.last_cpu()),
                                numa->attr->numanode.local_memory});
 
+  std::set<std::string> pci_bus_ids;
   for (hwloc_obj_t dev = nullptr; (dev = hwloc_get_next_pcidev(t, dev));) {
     const auto& p = dev->attr->pcidev;
-    if (is_gpu(p)) topo.gpus.push_back(read_gpu(reader, dev));
-    else if (is_nvswitch(dev)) topo.nvswitch_bus_ids.push_back(bus_id(p));
-    else if (is_nic(p)) {
+    pci_bus_ids.insert(bus_id(p));
+    if (is_gpu(p)) {
+      topo.gpus.push_back(read_gpu(reader, dev));
+      note_bus_outside_bridge(dev, "GPU", topo);
+    } else if (is_nvswitch(dev)) {
+      topo.nvswitch_bus_ids.push_back(bus_id(p));
+    } else if (is_nic(p)) {
       Nic nic = read_nic(reader, dev);
       // SR-IOV virtual functions and unbound functions have no OS device: nothing to hand to NCCL/UCX.
-      if (!nic.name.empty() || options.sysfs_root || !options.hwloc_xml) topo.nics.push_back(std::move(nic));
+      if (!nic.name.empty() || options.sysfs_root || !options.hwloc_xml) {
+        topo.nics.push_back(std::move(nic));
+        note_bus_outside_bridge(dev, "NIC", topo);
+      }
     }
   }
   auto by_bus = [](const auto& a, const auto& b) { return a.pci.bus_id < b.pci.bus_id; };
   std::sort(topo.gpus.begin(), topo.gpus.end(), by_bus);
   std::sort(topo.nics.begin(), topo.nics.end(), by_bus);
+  refuse_duplicate_bus_ids(topo);
   read_nvlinks_from_hwloc(t, topo);
 
-  bool live = !options.hwloc_xml;
-  std::optional<SysfsReader> sysfs;
-  if (options.sysfs_root) sysfs.emplace(*options.sysfs_root);
-  else if (live) sysfs.emplace("/");
   if (sysfs) {
+    if (options.hwloc_xml) refuse_other_machines_tree(options, info(root, "HostName"), *sysfs, pci_bus_ids, topo);
     for (auto& nic : topo.nics) enrich_from_sysfs(nic, *sysfs);
     std::erase_if(topo.nics, [](const Nic& n) { return n.name.empty(); });
+    topo.gpudirect_rdma = sysfs->gpudirect_rdma_module();
   }
   for (unsigned i = 0; i < topo.gpus.size(); ++i) {
     topo.gpus[i].index = i;
     topo.gpus[i].minor = sysfs ? sysfs->nvidia_minor(topo.gpus[i].pci.bus_id).value_or(i) : i;
   }
-  if (live && options.use_nvml && !topo.gpus.empty()) {
+  // NVML describes the machine we run on, which a /sys snapshot is not.
+  bool this_machine = live && (!options.sysfs_root || *options.sysfs_root == "/");
+  if (this_machine && options.use_nvml && !topo.gpus.empty()) {
     NvmlReport nvml = query_nvml();
     if (nvml.available) merge_nvml(nvml, topo);
     else topo.notes.push_back("NVML: " + nvml.why_not + "; GPU names and memory come from PCI ids");

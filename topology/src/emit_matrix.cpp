@@ -8,13 +8,25 @@ namespace cnet::topology {
 
 std::string to_matrix(const NodeTopology& topo) {
   std::ostringstream out;
-  auto cell = [&](const std::string& s) { out << std::left << std::setw(8) << s; };
+  // The cells are most of the text (GPUs squared): appended to one buffer, not formatted by a stream.
+  std::string cells;
+  cells.reserve((topo.gpus.size() + topo.nics.size() + 4) * (topo.gpus.size() + topo.nics.size() + 1) * 8);
+  auto cell = [&](const std::string& s) {
+    cells += s;
+    if (s.size() < 8) cells.append(8 - s.size(), ' ');
+  };
+  auto flush_cells = [&] {
+    out << cells;
+    cells.clear();
+  };
   out << std::string(8, ' ');
   for (const auto& g : topo.gpus) cell("GPU" + std::to_string(g.index));
   for (std::size_t i = 0; i < topo.nics.size(); ++i) cell("NIC" + std::to_string(i));
+  flush_cells();
   out << "CPU Affinity    NUMA Affinity\n";
 
   auto locality_columns = [&](const Locality& l) {
+    flush_cells();
     out << std::left << std::setw(15) << (l.cpuset.empty() ? "N/A" : l.cpuset) << ' '
         << (l.numa_node >= 0 ? std::to_string(l.numa_node) : "N/A") << '\n';
   };
@@ -35,7 +47,8 @@ std::string to_matrix(const NodeTopology& topo) {
 
   out << "\nLegend:\n"
          "  X    = Self\n"
-         "  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes\n"
+         "  SYS  = Connection traversing PCIe as well as the SMP interconnect between sockets (CPU packages)\n"
+         "  PKG  = Connection traversing PCIe as well as the interconnect between NUMA nodes of one CPU package\n"
          "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node\n"
          "  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)\n"
          "  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)\n"
@@ -46,17 +59,17 @@ std::string to_matrix(const NodeTopology& topo) {
     for (std::size_t i = 0; i < topo.nics.size(); ++i) {
       const Nic& n = topo.nics[i];
       out << "  NIC" << i << ": " << n.name << " (" << to_string(n.kind);
-      if (n.rate_gbps) out << ", " << n.rate_gbps << " Gb/s";
+      out << ", " << (n.rate_gbps ? std::to_string(n.rate_gbps) + " Gb/s" : "rate unknown");
       if (n.mtu) out << ", MTU " << n.mtu;
-      if (!n.state.empty()) out << ", " << n.state;
+      out << ", " << (n.state.empty() ? "state unknown" : n.state);
       out << ", " << n.pci.bus_id << ")\n";
     }
   }
   if (!topo.gpus.empty()) {
-    out << "\nGPU NIC pairing (closest NIC, shared evenly):\n";
+    out << "\nGPU NIC pairing (closest usable NIC, shared evenly):\n";
     for (const auto& p : pair_gpus_with_nics(topo)) {
       out << "  GPU" << p.gpu << " -> ";
-      if (p.nic < 0) out << "none\n";
+      if (p.nic < 0) out << (topo.nics.empty() ? "none\n" : "none (no usable NIC)\n");
       else out << topo.nics[p.nic].name << " (" << p.path.label() << ")\n";
     }
   }

@@ -1,7 +1,9 @@
 // NCCL topology XML (NCCL_TOPO_FILE), in the shape NCCL dumps itself: <cpu> per NUMA node, a <pci>
 // node per PCIe switch keyed by its upstream port (NCCL takes a device's sysfs grandparent), then the
 // GPU and NIC functions with their <gpu>/<nic> children.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -40,6 +42,23 @@ std::string escape(const std::string& s) {
   return out;
 }
 
+std::string attr(const XmlNode& n, const std::string& key) {
+  for (const auto& [k, v] : n.attrs)
+    if (k == key) return v;
+  return "";
+}
+
+// Children in the order NCCL's own dump has them: CPUs by NUMA id, PCI functions by bus id.
+std::vector<const XmlNode*> sorted_children(const XmlNode& n) {
+  std::vector<const XmlNode*> out;
+  for (const auto& c : n.children) out.push_back(c.get());
+  std::stable_sort(out.begin(), out.end(), [](const XmlNode* a, const XmlNode* b) {
+    if (a->tag == "cpu" && b->tag == "cpu") return std::stoi(attr(*a, "numaid")) < std::stoi(attr(*b, "numaid"));
+    return attr(*a, "busid") < attr(*b, "busid");
+  });
+  return out;
+}
+
 void render_xml(const XmlNode& n, int depth, std::ostringstream& out) {
   out << std::string(depth * 2, ' ') << '<' << n.tag;
   for (const auto& [k, v] : n.attrs) out << ' ' << k << "=\"" << escape(v) << '"';
@@ -48,7 +67,7 @@ void render_xml(const XmlNode& n, int depth, std::ostringstream& out) {
     return;
   }
   out << ">\n";
-  for (const auto& c : n.children) render_xml(*c, depth + 1, out);
+  for (const XmlNode* c : sorted_children(n)) render_xml(*c, depth + 1, out);
   out << std::string(depth * 2, ' ') << "</" << n.tag << ">\n";
 }
 
@@ -59,7 +78,8 @@ std::string hex(unsigned value, int digits) {
 }
 
 // hwloc gives the link in GB/s; NCCL wants generation and width. Pick the pair that explains it,
-// preferring wider links; unknown speeds fall back to Gen3 x16, which is also NCCL's own default.
+// preferring wider links. An unknown link is written the way the kernel's sysfs writes it ("Unknown",
+// width 0), which NCCL reads as its own defaults rather than as a measured Gen3 x16.
 std::pair<std::string, std::string> pcie_link(float gbytes_per_s) {
   struct Gen { const char* speed; double lane_gbytes; };
   static const Gen gens[] = {{"2.5 GT/s PCIe", 0.25}, {"5.0 GT/s PCIe", 0.5}, {"8.0 GT/s PCIe", 0.9846},
@@ -69,7 +89,7 @@ std::pair<std::string, std::string> pcie_link(float gbytes_per_s) {
       for (const auto& g : gens)
         if (std::fabs(g.lane_gbytes * width - gbytes_per_s) < 0.03 * gbytes_per_s) return {g.speed, std::to_string(width)};
   }
-  return {"8.0 GT/s PCIe", "16"};
+  return {"Unknown", "0"};
 }
 
 void set_pci_attrs(XmlNode* node, const std::string& bus_id, std::uint32_t class_id, std::uint16_t vendor,
@@ -92,11 +112,34 @@ std::string sm_of(const std::string& model) {
   return "";
 }
 
-std::string guid_hex(const std::string& guid) {
+// NCCL's guid is the verbs sys_image_guid, a big-endian 64-bit value it reads as a plain integer on
+// a little-endian host and prints with %#lx; functions and ports of one card share it, which is how
+// NCCL knows they are one ASIC. "" when the system image GUID is unknown (NCCL then fills it itself).
+std::string nccl_guid(const std::string& system_guid) {
   std::string digits;
-  for (char c : guid)
+  for (char c : system_guid)
     if (c != ':') digits += c;
-  return digits.empty() ? "" : "0x" + digits;
+  if (digits.empty() || digits.size() > 16 || digits.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) return "";
+  std::uint64_t big_endian = std::stoull(digits, nullptr, 16);
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%#llx", static_cast<unsigned long long>(__builtin_bswap64(big_endian)));
+  return buf;
+}
+
+// NCCL keeps at most 255 characters of an attribute and parses affinity as comma-separated 32-bit hex
+// words counted from the last one (CPUs 0-31), so leading zero words and zero digits can go; a mask
+// that still does not fit (over ~900 CPUs in one NUMA node) is left out for NCCL to read from sysfs.
+std::string nccl_affinity(const std::string& cpumask) {
+  std::vector<std::string> words;
+  std::stringstream in(cpumask);
+  for (std::string w; std::getline(in, w, ',');) {
+    auto first = w.find_first_not_of('0');
+    words.push_back(first == std::string::npos ? "0" : w.substr(first));
+  }
+  while (words.size() > 1 && words.front() == "0") words.erase(words.begin());
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : ",") + w;
+  return out.size() <= 255 ? out : "";
 }
 
 class NcclTree {
@@ -116,8 +159,8 @@ class NcclTree {
       auto& slot = switches_[hop->bus_id];
       if (!slot) {
         slot = parent->add("pci");
-        set_pci_attrs(slot, hop->bus_id, hop->class_id ? hop->class_id : 0x0604, hop->vendor_id, hop->device_id, 0, 0,
-                      hop->link_gbytes_per_s);
+        set_pci_attrs(slot, hop->bus_id, hop->class_id ? hop->class_id : 0x0604, hop->vendor_id, hop->device_id, hop->subvendor_id,
+                      hop->subdevice_id, hop->link_gbytes_per_s);
       }
       parent = slot;
     }
@@ -140,7 +183,7 @@ class NcclTree {
     for (const auto& n : topo_.numa_nodes)
       if (static_cast<int>(n.os_index) == numa) affinity = n.cpumask;
     slot->set("numaid", std::to_string(numa));
-    if (!affinity.empty()) slot->set("affinity", affinity);
+    if (auto compact = nccl_affinity(affinity); !compact.empty()) slot->set("affinity", compact);
     slot->set("arch", topo_.cpu.arch);
     if (!topo_.cpu.vendor.empty()) slot->set("vendor", topo_.cpu.vendor);
     if (!topo_.cpu.family.empty()) slot->set("familyid", topo_.cpu.family);
@@ -164,7 +207,9 @@ std::string to_nccl_xml(const NodeTopology& topo) {
                   g.pci.subdevice_id, g.pci.link_gbytes_per_s);
     XmlNode* gpu = pci->add("gpu")->set("dev", std::to_string(g.index));
     if (auto sm = sm_of(g.model); !sm.empty()) gpu->set("sm", sm);
-    gpu->set("rank", std::to_string(g.index))->set("gdr", "1");
+    // gdr is left out: NCCL asks CUDA whether this GPU supports GPUDirect RDMA and only fills an
+    // absent attribute.
+    gpu->set("rank", std::to_string(g.index));
     for (const auto& l : g.nvlinks) {
       if (l.target == NvLink::Target::cpu) continue;  // CPU NVLink (POWER) is NCCL's own detection
       gpu->add("nvlink")->set("target", l.target_bus_id)->set("count", std::to_string(l.count))
@@ -180,8 +225,11 @@ std::string to_nccl_xml(const NodeTopology& topo) {
     net->set("name", n.name)->set("dev", std::to_string(dev++));
     if (n.rate_gbps) net->set("speed", std::to_string(n.rate_gbps * 1000));
     net->set("port", std::to_string(n.port));
-    if (auto guid = guid_hex(n.guid); !guid.empty()) net->set("guid", guid);
-    net->set("gdr", n.rdma_device.empty() ? "0" : "1");
+    if (auto guid = nccl_guid(n.system_guid); !guid.empty()) net->set("guid", guid);
+    // GPUDirect RDMA only where it was seen to work (the peer-memory module NCCL itself looks for);
+    // otherwise NCCL's own detection decides. A socket NIC never has it.
+    if (n.rdma_device.empty()) net->set("gdr", "0");
+    else if (!topo.gpudirect_rdma.empty()) net->set("gdr", "1");
   }
   return tree.render();
 }

@@ -35,11 +35,13 @@ std::set<std::string> fabric_features(const NodeTopology& topo) {
 std::string to_gres_conf(const NodeTopology& topo) {
   std::ostringstream out;
   out << "# gres.conf for " << (topo.hostname.empty() ? "this node" : topo.hostname) << ", written by cnet-topo\n";
+  bool nvlinks_known = std::all_of(topo.gpus.begin(), topo.gpus.end(), [](const Gpu& g) { return g.nvlinks_known; });
   for (const auto& g : topo.gpus) {
     out << node_prefix(topo) << "Name=gpu Type=" << gres_type(g.model) << " File=/dev/nvidia" << g.minor;
     if (!g.locality.cores.empty()) out << " Cores=" << common::compress_ranges(g.locality.cores);
-    if (topo.gpus.size() > 1) {
+    if (topo.gpus.size() > 1 && nvlinks_known) {
       // Slurm's Links: entry i is the number of direct links to GPU i (bus id order), -1 for itself.
+      // Written only when every GPU's NVLinks are known: a 0 would state "no NVLink".
       out << " Links=";
       for (const auto& peer : topo.gpus) {
         if (&peer != &topo.gpus.front()) out << ',';

@@ -1,7 +1,11 @@
 #include "cnet/topology/features.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <set>
+#include <sstream>
+#include <vector>
 
 #include "cnet/common/text.hpp"
 
@@ -20,13 +24,39 @@ std::span<const unsigned> fabric_rates_gbps(NicKind kind) {
   return kind == NicKind::ib ? std::span<const unsigned>(kIbRates) : std::span<const unsigned>(kEthRates);
 }
 
-std::string gres_type(const std::string& model) {
+namespace {
+
+// Lowercased, with anything that could break a Gres=gpu:TYPE:N spec turned into '_' (spaces too, as
+// Slurm's NVML autodetect does).
+std::string type_characters(const std::string& text) {
   std::string out;
-  for (unsigned char c : model) {
+  for (unsigned char c : text) {
     char lower = static_cast<char>(std::tolower(c));
     out += std::isalnum(c) || lower == '-' || lower == '.' ? lower : '_';
   }
   return out;
+}
+
+bool is_hex_id(const std::string& word) {
+  return word.size() == 4 && std::all_of(word.begin(), word.end(), [](unsigned char c) { return std::isxdigit(c); });
+}
+
+}  // namespace
+
+std::string gres_type(const std::string& model) {
+  static const std::set<std::string> brands = {"nvidia", "tesla", "amd", "instinct", "radeon", "geforce", "quadro", "intel", "data", "center", "gpu"};
+  // A family word that names nothing alone: "RTX A6000", "Max 1550", "Pro W7900".
+  static const std::set<std::string> two_word = {"rtx", "titan", "max", "pro", "flex"};
+  std::vector<std::string> words;
+  std::istringstream in(type_characters(model));
+  for (std::string w; std::getline(in, w, '_');)
+    if (!w.empty() && (!words.empty() || !brands.count(w))) words.push_back(w);
+  auto family = [](const std::string& w) { return w.substr(0, w.find('-')); };
+  // Without a model name only the PCI ids are known ("NVIDIA 06d2"): keep the vendor with them.
+  if (words.empty() || family(words[0]).empty() || (words.size() == 1 && is_hex_id(words[0]))) return type_characters(model);
+  std::string type = family(words[0]);
+  if (two_word.count(type) && words.size() > 1 && words[0].find('-') == std::string::npos) type += "_" + family(words[1]);
+  return type;
 }
 
 std::string memory_class(std::uint64_t bytes) {

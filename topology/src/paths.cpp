@@ -23,6 +23,7 @@ std::string PathClass::label() const {
     case PathLevel::pxb: return "PXB";
     case PathLevel::phb: return "PHB";
     case PathLevel::node: return "NODE";
+    case PathLevel::package: return "PKG";
     case PathLevel::sys: return "SYS";
   }
   return "SYS";
@@ -34,8 +35,10 @@ PathLevel pci_path_level(const Locality& a, const Locality& b) {
          a.pci_path[common].id == b.pci_path[common].id)
     ++common;
   if (common == 0) {
-    // Different root complexes: same NUMA node (NODE) or across the SMP interconnect (SYS).
-    return !a.nodeset.empty() && a.nodeset == b.nodeset ? PathLevel::node : PathLevel::sys;
+    // Different root complexes: same NUMA node (NODE), same package (PKG), or across the SMP
+    // interconnect between sockets (SYS).
+    if (!a.nodeset.empty() && a.nodeset == b.nodeset) return PathLevel::node;
+    return a.package >= 0 && a.package == b.package ? PathLevel::package : PathLevel::sys;
   }
   if (a.pci_path[common - 1].host_bridge) return PathLevel::phb;
   // Below a shared PCI bridge: one switch (each side at most one downstream port below it) is PIX,
@@ -63,19 +66,30 @@ PathClass classify(const Gpu& a, const Gpu& b) {
 
 PathClass classify(const Gpu& gpu, const Nic& nic) { return {pci_path_level(gpu.locality, nic.locality), 0}; }
 
+namespace {
+// 0 known good, 1 unknown, 2 not usable.
+int usability(const Nic& nic) {
+  const std::string& s = nic.state;
+  if (s == "ACTIVE" || s == "ACTIVE_DEFER" || s == "up") return 0;
+  if (s.empty() || s == "unknown") return 1;
+  return 2;
+}
+}  // namespace
+
+bool usable(const Nic& nic) { return usability(nic) < 2; }
+
 std::vector<GpuNicPair> pair_gpus_with_nics(const NodeTopology& topo) {
   bool any_rdma = std::any_of(topo.nics.begin(), topo.nics.end(), [](const Nic& n) { return n.kind != NicKind::eth; });
   std::map<int, unsigned> uses;
   std::vector<GpuNicPair> pairs;
   for (const auto& gpu : topo.gpus) {
     GpuNicPair best{gpu.index, -1, {}};
-    std::tuple<int, unsigned, int, int, std::string> best_key;
+    std::tuple<int, int, unsigned, int, std::string> best_key;
     for (std::size_t i = 0; i < topo.nics.size(); ++i) {
       const Nic& nic = topo.nics[i];
-      if (any_rdma && nic.kind == NicKind::eth) continue;
+      if ((any_rdma && nic.kind == NicKind::eth) || !usable(nic)) continue;
       PathClass path = classify(gpu, nic);
-      bool active = nic.state == "ACTIVE" || nic.state == "up";
-      auto key = std::make_tuple(static_cast<int>(path.level), uses[static_cast<int>(i)], active ? 0 : 1,
+      auto key = std::make_tuple(usability(nic), static_cast<int>(path.level), uses[static_cast<int>(i)],
                                  -static_cast<int>(nic.rate_gbps), nic.pci.bus_id);
       if (best.nic < 0 || key < best_key) {
         best = {gpu.index, static_cast<int>(i), path};

@@ -152,4 +152,34 @@ std::optional<unsigned> SysfsReader::nvidia_minor(const std::string& bus_id) con
   return std::nullopt;
 }
 
+std::string SysfsReader::rdma_system_guid(const std::string& rdma_device) const {
+  if (rdma_device.empty() || rdma_device.find('/') != std::string::npos || rdma_device[0] == '.') return "";
+  return read_line(path("sys/class/infiniband/" + rdma_device + "/sys_image_guid")).value_or("");
+}
+
+std::string SysfsReader::gpudirect_rdma_module() const {
+  static const std::pair<const char*, const char*> modules[] = {{"sys/module/nvidia_peermem/version", "nvidia_peermem"},
+                                                                {"sys/kernel/mm/memory_peers/nv_mem/version", "nv_mem"},
+                                                                {"sys/kernel/mm/memory_peers/nv_mem_nc/version", "nv_mem_nc"}};
+  std::error_code ec;
+  for (const auto& [file, name] : modules)
+    if (fs::exists(path(file), ec)) return name;
+  return "";
+}
+
+std::string SysfsReader::recorded_hostname() const {
+  for (const char* file : {"proc/sys/kernel/hostname", "etc/hostname"})
+    if (auto name = read_line(path(file)); name && !name->empty()) return *name;
+  return "";
+}
+
+std::vector<std::string> SysfsReader::pci_devices() const { return list_dir(path("sys/bus/pci/devices")); }
+
+std::vector<std::pair<std::string, std::string>> SysfsReader::rdma_device_functions() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& d : rdma_devices())
+    if (auto bus = pci_of_device_link(path("sys/class/infiniband/" + d + "/device")); !bus.empty()) out.emplace_back(d, bus);
+  return out;
+}
+
 }  // namespace cnet::topology

@@ -20,9 +20,30 @@ namespace {
 constexpr int kOk = 0, kFindings = 1, kUsage = 2;
 
 const char* kUsageText =
-    "usage: cnet-topo [--hwloc-xml F] [--sysfs-root D] [--no-nvml] --format json|gres|features|nccl|matrix [-o F]\n"
+    "usage: cnet-topo [--hwloc-xml F] [--sysfs-root D [--hostname H]] [--no-nvml] --format json|gres|features|nccl|matrix [-o F]\n"
     "       cnet-topo check [--hwloc-xml F] [--sysfs-root D] [--min-rate-gbps N] [--json]\n"
-    "exit: 0 ok (check: no findings), 1 check found problems, 2 bad arguments or unreadable input\n";
+    "exit: 0 ok (check: no findings), 1 check found problems or could not check what was asked,\n"
+    "      2 bad arguments or unreadable input\n";
+
+// One finding per line for people; kind and aspect for scripts.
+std::string findings_text(const std::vector<Finding>& findings, const NodeTopology& topo) {
+  std::string text;
+  for (const auto& f : findings)
+    text += (f.kind == FindingKind::unknown ? "unknown: " : "") + f.subject + ": " + f.problem + " -- fix: " + f.fix + "\n";
+  if (findings.empty())
+    text = "ok: " + std::to_string(topo.nics.size()) + " NICs, " + std::to_string(topo.gpus.size()) + " GPUs, no link problems\n";
+  return text;
+}
+
+std::string findings_json(const std::vector<Finding>& findings) {
+  nlohmann::json list = nlohmann::json::array();
+  std::map<std::string, int> counts = {{"link_fault", 0}, {"placement", 0}, {"unknown", 0}};
+  for (const auto& f : findings) {
+    list.push_back({{"subject", f.subject}, {"problem", f.problem}, {"fix", f.fix}, {"kind", to_string(f.kind)}, {"aspect", f.aspect}});
+    ++counts[to_string(f.kind)];
+  }
+  return nlohmann::json{{"findings", list}, {"counts", counts}}.dump(2) + "\n";
+}
 
 }  // namespace
 
@@ -33,6 +54,7 @@ int main(int argc, char** argv) {
       ("format,f", po::value<std::string>()->default_value("matrix"), "json, gres, features, nccl or matrix")
       ("hwloc-xml", po::value<std::string>(), "read this hwloc XML export instead of the live machine")
       ("sysfs-root", po::value<std::string>(), "root of the /sys and /proc trees to read (default /)")
+      ("hostname", po::value<std::string>(), "the node's name (default: the export's, this machine's, or the /sys tree's)")
       ("no-nvml", "do not ask NVML for GPU details")
       ("output,o", po::value<std::string>(), "write to this file instead of stdout")
       ("min-rate-gbps", po::value<unsigned>()->default_value(0), "check: flag NICs negotiated below this rate")
@@ -76,7 +98,9 @@ int main(int argc, char** argv) {
     if (vm.count("hwloc-xml")) discovery.hwloc_xml = vm["hwloc-xml"].as<std::string>();
     if (vm.count("sysfs-root")) discovery.sysfs_root = vm["sysfs-root"].as<std::string>();
     discovery.use_nvml = !vm.count("no-nvml");
+    if (vm.count("hostname")) discovery.hostname = vm["hostname"].as<std::string>();
     NodeTopology topo = discover(discovery);
+    for (const auto& note : topo.notes) std::cerr << "cnet-topo: note: " << note << "\n";
 
     std::string text;
     int rc = kOk;
@@ -84,14 +108,7 @@ int main(int argc, char** argv) {
       CheckOptions check;
       check.min_rate_gbps = vm["min-rate-gbps"].as<unsigned>();
       auto findings = check_links(topo, check);
-      if (vm.count("json")) {
-        nlohmann::json j = nlohmann::json::array();
-        for (const auto& f : findings) j.push_back({{"subject", f.subject}, {"problem", f.problem}, {"fix", f.fix}});
-        text = j.dump(2) + "\n";
-      } else {
-        for (const auto& f : findings) text += f.subject + ": " + f.problem + " -- fix: " + f.fix + "\n";
-        if (findings.empty()) text = "ok: " + std::to_string(topo.nics.size()) + " NICs, " + std::to_string(topo.gpus.size()) + " GPUs, no link problems\n";
-      }
+      text = vm.count("json") ? findings_json(findings) : findings_text(findings, topo);
       rc = findings.empty() ? kOk : kFindings;
     } else {
       text = format->second(topo);

@@ -46,4 +46,7 @@ TEST(Host, Names) {
   EXPECT_FALSE(hostname().empty());
   EXPECT_EQ(short_hostname().find('.'), std::string::npos);
   EXPECT_EQ(hostname().rfind(short_hostname(), 0), 0u);
+  EXPECT_EQ(short_name("gpu-a07.cluster.example.org"), "gpu-a07");
+  EXPECT_EQ(short_name("cn1"), "cn1");
+  EXPECT_EQ(short_name("10.1.2.3"), "10.1.2.3") << "an address is not a name to shorten";
 }

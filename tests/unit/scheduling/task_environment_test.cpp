@@ -133,3 +133,20 @@ TEST(TaskEnvironment, MoreTasksThanGpusShareRoundRobin) {
   r.local_task = 0;
   EXPECT_EQ(vars(plan_task_environment(node, r))["CNET_GPUS"], "1,2");
 }
+
+// A DOWN port is never put into a task's NIC variables, with or without GPUs: the job would die on it.
+TEST(TaskEnvironment, DownPortsAreNeverHandedToTasks) {
+  auto node = fixture("96em64t-4n4d3ca2co-pci.xml");
+  for (auto& n : node.nics) n.state = n.netdev == "eth1" || n.netdev == "eth3" ? "down" : "up";
+  TaskRequest r;
+  auto v = vars(plan_task_environment(node, r));
+  EXPECT_EQ(v["UCX_NET_DEVICES"], "eth0,eth2,eth4,eth5,eth6,eth7");
+
+  auto gpus = fixture("32em64t-2n8c2t-pci-wholeio.xml");
+  ASSERT_EQ(gpus.nics.front().name, "mlx5_0");
+  gpus.nics.front().state = "DOWN";
+  r.step_gpus = {2};
+  v = vars(plan_task_environment(gpus, r));
+  EXPECT_EQ(v.count("NCCL_IB_HCA"), 0u) << v["NCCL_IB_HCA"];
+  EXPECT_EQ(v.count("UCX_NET_DEVICES"), 0u) << v["UCX_NET_DEVICES"];
+}

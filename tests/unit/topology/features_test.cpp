@@ -6,10 +6,23 @@
 
 using namespace cnet::topology;
 
-TEST(Features, GresTypeMatchesSlurmsNvmlNameRule) {
-  EXPECT_EQ(gres_type("Tesla V100-SXM3-32GB-H"), "tesla_v100-sxm3-32gb-h");
-  EXPECT_EQ(gres_type("NVIDIA A100-SXM4-80GB"), "nvidia_a100-sxm4-80gb");
-  EXPECT_EQ(gres_type("odd:name,with*chars"), "odd_name_with_chars");
+// Slurm's NVML autodetect names a GPU by its NVML name lowercased with spaces as '_' and accepts a
+// configured Type that is a substring of that (gres_gpu.c); the type is the family admins write.
+TEST(Features, GresTypeIsTheFamilySlurmsNvmlNameContains) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"Tesla V100-SXM3-32GB-H", "v100"}, {"NVIDIA A100-SXM4-80GB", "a100"},     {"NVIDIA A100 80GB PCIe", "a100"},
+      {"NVIDIA H100 80GB HBM3", "h100"},  {"NVIDIA GH200 480GB", "gh200"},       {"NVIDIA H200", "h200"},
+      {"NVIDIA L40S", "l40s"},            {"NVIDIA RTX A6000", "rtx_a6000"},     {"NVIDIA GeForce RTX 4090", "rtx_4090"},
+      {"Tesla K40m", "k40m"},             {"AMD Instinct MI250X", "mi250x"},    {"Tesla M2075 Dual-Slot Computing Processor Module", "m2075"}};
+  for (const auto& [model, type] : cases) {
+    EXPECT_EQ(gres_type(model), type) << model;
+    std::string nvml = model;
+    for (auto& c : nvml) c = c == ' ' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    EXPECT_NE(nvml.find(gres_type(model)), std::string::npos) << model << ": Slurm's autodetect would not match " << gres_type(model);
+  }
+  EXPECT_EQ(gres_type("NVIDIA 20b0"), "nvidia_20b0") << "no model name: the PCI-id form";
+  EXPECT_EQ(gres_type("odd:name,with*chars"), "odd");
+  EXPECT_EQ(gres_type("NVIDIA"), "nvidia");
 }
 
 TEST(Features, MemoryClassSnapsToTheMarketedSize) {

@@ -2,6 +2,7 @@
 
 #include "cnet/topology/check.hpp"
 #include "cnet/topology/discover.hpp"
+#include "cnet/topology/emit.hpp"
 #include "cnet/topology/sysfs.hpp"
 #include "test_support.hpp"
 
@@ -75,7 +76,7 @@ TEST(Check, HealthyNicsOnlyFlagTheGpuWithoutALocalNic) {
   EXPECT_EQ(ib->mtu, 4092u);
   auto findings = check_links(topo);
   ASSERT_EQ(findings.size(), 1u) << findings.front().problem;
-  EXPECT_TRUE(has_finding(findings, "GPU0", "no NIC on the socket")) << "GPU 03:00.0 sits on NUMA 0, every NIC on NUMA 1";
+  EXPECT_TRUE(has_finding(findings, "GPU0", "no usable NIC on the package (socket) of GPU0")) << "GPU 03:00.0 sits on socket 0, every NIC on socket 1";
   EXPECT_EQ(findings.front().kind, FindingKind::placement) << "a placement property, not a fault of a link";
 }
 
@@ -91,8 +92,10 @@ TEST(Check, FlagsDownPortDegradedWidthAndMtuMismatch) {
   findings = check_links(discover_with(d), tcp);
   EXPECT_TRUE(has_finding(findings, "eth", "eth0=9000"));
   EXPECT_TRUE(has_finding(findings, "eth", "eth1=1500"));
+  // The only HCA is down: no GPU has a usable NIC, a fault of this node's links like the port itself.
+  EXPECT_TRUE(has_finding(findings, "GPU2", "no usable NIC for GPU2 (0000:84:00.0): mlx5_0 (DOWN)"));
   for (const auto& f : findings) {
-    EXPECT_EQ(f.kind == FindingKind::link_fault, f.subject != "GPU0") << f.problem;
+    EXPECT_EQ(f.kind, FindingKind::link_fault) << f.problem;
     if (f.subject == "eth") {
       EXPECT_EQ(f.aspect, "mtu");
     }
@@ -103,4 +106,45 @@ TEST(Check, FlagsDownPortDegradedWidthAndMtuMismatch) {
   CheckOptions strict;
   strict.min_rate_gbps = 100;
   EXPECT_TRUE(has_finding(check_links(discover_with(d), strict), "mlx5_0", "below the expected 100"));
+}
+
+// GPUDirect RDMA is claimed in the NCCL file only when the peer-memory module NCCL looks for is loaded.
+TEST(Check, GpuDirectOnlyWhereThePeerMemoryModuleIsSeen) {
+  TempDir d;
+  write_nic_tree(d, "4: ACTIVE", "100 Gb/sec (4X EDR)", 9000);
+  std::string xml = to_nccl_xml(discover_with(d));
+  EXPECT_EQ(xml.find("gdr=\"1\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("name=\"eth0\" dev=\"1\" speed=\"10000\" port=\"1\" gdr=\"0\""), std::string::npos) << "a socket NIC never has it:\n" << xml;
+  d.write("sys/module/nvidia_peermem/version", "535.104.05\n");
+  NodeTopology t = discover_with(d);
+  EXPECT_EQ(t.gpudirect_rdma, "nvidia_peermem");
+  xml = to_nccl_xml(t);
+  EXPECT_NE(xml.find("<net name=\"mlx5_0\" dev=\"0\" speed=\"100000\" port=\"1\" guid=\"0xfe391e0003078a24\" gdr=\"1\"/>"), std::string::npos) << xml;
+}
+
+// An export and a /sys tree of two machines are refused, not merged into a node that does not exist.
+TEST(Check, ATreeOfAnotherMachineIsRefused) {
+  auto refused = [](const TempDir& d) -> std::string {
+    try {
+      discover_with(d);
+    } catch (const TopologyError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  TempDir same;
+  write_nic_tree(same, "4: ACTIVE", "100 Gb/sec (4X EDR)", 9000);
+  same.write("proc/sys/kernel/hostname", "conan.example.org\n");
+  EXPECT_EQ(refused(same), "") << "the export's own host, named in full";
+
+  TempDir other_name;
+  write_nic_tree(other_name, "4: ACTIVE", "100 Gb/sec (4X EDR)", 9000);
+  other_name.write("etc/hostname", "gpu17\n");
+  EXPECT_NE(refused(other_name).find("it records host 'gpu17', the export 'conan'"), std::string::npos) << refused(other_name);
+
+  TempDir other_devices;
+  write_nic_tree(other_devices, "4: ACTIVE", "100 Gb/sec (4X EDR)", 9000);
+  other_devices.link("sys/class/infiniband/mlx5_3/device", "../../../devices/pci0000:00/0000:00:02.0/0000:21:00.0");
+  EXPECT_NE(refused(other_devices).find("its RDMA device mlx5_3 is at 0000:21:00.0, which the export does not have"), std::string::npos)
+      << refused(other_devices);
 }

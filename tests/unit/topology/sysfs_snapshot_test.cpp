@@ -13,6 +13,7 @@ const std::filesystem::path kSnapshots = CNET_SYSFS_SNAPSHOTS;
 NodeTopology live_at(const std::string& name) {
   DiscoveryOptions o;
   o.sysfs_root = kSnapshots / name;
+  o.hostname = "snapshot";  // these trees do not record their machine's name
   return discover(o);
 }
 }  // namespace
@@ -54,4 +55,18 @@ TEST(SysfsSnapshot, VirtioVm) {
   EXPECT_EQ(t.nics[0].mtu, 1500u);
   // The snapshot's /proc/cpuinfo is a Skylake guest; the CPU running the test must not leak in.
   EXPECT_EQ(t.cpu.vendor, "GenuineIntel");
+}
+
+// A snapshot is not this machine: its name comes from the snapshot or --hostname, never gethostname().
+TEST(SysfsSnapshot, NameComesFromTheSnapshotOrIsRequired) {
+  DiscoveryOptions o;
+  o.sysfs_root = kSnapshots / "2pa-pcidomain32bits";
+  try {
+    discover(o);
+    FAIL() << "a snapshot without a recorded name was given this machine's name";
+  } catch (const TopologyError& e) {
+    EXPECT_NE(std::string(e.what()).find("--hostname NAME"), std::string::npos) << e.what();
+  }
+  o.hostname = "vm3.example.org";
+  EXPECT_EQ(discover(o).hostname, "vm3");
 }

@@ -7,7 +7,7 @@
 
 namespace cnet::topology {
 
-constexpr const char* kJsonSchema = "cnet.topology/v1";
+constexpr const char* kJsonSchema = "cnet.topology/v2";
 
 std::string to_json(const NodeTopology& topo);           // stable, versioned (topology/README.md)
 NodeTopology from_json(const std::string& text);         // the inverse; throws TopologyError

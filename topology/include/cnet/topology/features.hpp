@@ -18,8 +18,10 @@ std::span<const unsigned> gpu_memory_classes_gb();
 // The link rates (Gb/s) a fabric of this kind negotiates.
 std::span<const unsigned> fabric_rates_gbps(NicKind kind);
 
-// "Tesla V100-SXM3-32GB" -> "tesla_v100-sxm3-32gb": Slurm matches Type against the NVML name lowercased
-// with spaces turned into '_'; anything else that could break a Gres=gpu:TYPE:N spec becomes '_' too.
+// The GPU family admins write as a gres Type: "NVIDIA A100-SXM4-80GB" -> "a100", "Tesla V100-SXM3-32GB"
+// -> "v100", "NVIDIA RTX A6000" -> "rtx_a6000". Slurm's NVML autodetect names a GPU by its whole NVML
+// name lowercased with spaces as '_' ("nvidia_a100-sxm4-80gb") and takes a configured Type that is a
+// substring of it, so both agree. Without a model name: the vendor and PCI device id ("nvidia_20b0").
 std::string gres_type(const std::string& model);
 
 std::string memory_class(std::uint64_t bytes);   // 34089205760 -> "gpumem32g" (snapped to a class); "" unknown

@@ -20,7 +20,7 @@ struct PciHop {
   bool host_bridge = false;   // root complex: crossing it means going through the CPU
   std::string bus_id;         // "0000:32:00.0"; empty for host bridges
   std::uint32_t class_id = 0; // 0x0604 for bridges/switch ports
-  std::uint16_t vendor_id = 0, device_id = 0;
+  std::uint16_t vendor_id = 0, device_id = 0, subvendor_id = 0, subdevice_id = 0;
   float link_gbytes_per_s = 0;
 };
 
@@ -28,6 +28,7 @@ struct PciHop {
 struct Locality {
   std::vector<PciHop> pci_path;  // from the host bridge down to the device's parent bridge
   int numa_node = -1;            // OS index of the closest NUMA node, -1 unknown
+  int package = -1;              // OS index of the CPU package (socket) it hangs off, -1 unknown or several
   std::string nodeset;           // NUMA nodes of the closest CPU-side object, as a list ("0" or "0-1")
   std::string cpuset;            // its PUs as a list, e.g. "0-11,24-35" (OS indexes)
   std::string cpumask;           // the same as a Linux cpumap ("00000000,00ffffff"), NCCL's affinity format
@@ -56,6 +57,7 @@ struct Gpu {
   std::uint64_t memory_bytes = 0;  // 0 unknown
   Locality locality;
   std::vector<NvLink> nvlinks;
+  bool nvlinks_known = false;      // NVML or hwloc reported this GPU's NVLinks; else "none" is unknown
 };
 
 enum class NicKind { ib, roce, eth };
@@ -72,6 +74,7 @@ struct Nic {
   unsigned lanes = 0;       // IB link width (4 for 4X), 0 unknown
   unsigned mtu = 0;         // netdev MTU, 0 unknown
   std::string guid;         // RDMA node GUID, "248a:0703:001e:39fe"
+  std::string system_guid;  // the card's system image GUID, shared by its functions and ports; "" unknown
   PciIdentity pci;
   Locality locality;
 };
@@ -98,7 +101,10 @@ struct NodeTopology {
   std::vector<Gpu> gpus;  // sorted by PCI bus id
   std::vector<Nic> nics;  // sorted by PCI bus id
   std::vector<std::string> nvswitch_bus_ids;
-  std::vector<std::string> notes;  // what discovery could not read, for humans
+  // What shows that NICs can read and write GPU memory directly (GPUDirect RDMA): the peer-memory
+  // module seen ("nvidia_peermem", "nv_mem"); "" not established, which is not the same as "no".
+  std::string gpudirect_rdma;
+  std::vector<std::string> notes;  // what discovery could not read or found suspicious, for humans
 };
 
 const char* to_string(NicKind kind);

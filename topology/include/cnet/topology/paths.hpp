@@ -9,13 +9,15 @@
 
 namespace cnet::topology {
 
-// Ordered from closest to farthest; NV is compared by link count separately.
-enum class PathLevel { self, nvlink, pix, pxb, phb, node, sys };
+// Ordered from closest to farthest; NV is compared by link count separately. `package` is what
+// nvidia-smi folds into SYS: another NUMA node of the same CPU package (AMD NPS2/NPS4, Intel SNC),
+// which is still closer than the other socket.
+enum class PathLevel { self, nvlink, pix, pxb, phb, node, package, sys };
 
 struct PathClass {
   PathLevel level = PathLevel::sys;
   unsigned nvlinks = 0;  // for nvlink
-  std::string label() const;  // "X", "NV6", "PIX", "PXB", "PHB", "NODE", "SYS"
+  std::string label() const;  // "X", "NV6", "PIX", "PXB", "PHB", "NODE", "PKG", "SYS"
 };
 
 // PCIe/NUMA distance between two located devices (ignores NVLink).
@@ -32,9 +34,13 @@ struct GpuNicPair {
   PathClass path;
 };
 
-// Each GPU's closest NIC: lowest path level first, then the NIC used by fewer GPUs so far (NICs are
-// shared evenly), then an ACTIVE port, then the higher rate, then the lower bus id. RDMA NICs are
-// preferred whenever the node has any.
+// Whether a job can use the NIC: its RDMA port is ACTIVE or its netdev is up, or its state is not
+// known. A DOWN, INIT or disabled port is never handed to a job.
+bool usable(const Nic& nic);
+
+// Each GPU's NIC: only usable NICs (a known-good state before an unknown one), then the lowest path
+// level, then the NIC used by fewer GPUs so far (NICs are shared evenly), then the higher rate, then
+// the lower bus id. RDMA NICs only, whenever the node has any; a GPU whose NICs are all down gets none.
 std::vector<GpuNicPair> pair_gpus_with_nics(const NodeTopology& topo);
 
 }  // namespace cnet::topology

@@ -44,6 +44,17 @@ class SysfsReader {
   std::string rdma_device_of_verbs(const std::string& verbs_device) const;
   // /proc/driver/nvidia/gpus/<bus id>/information "Device Minor:"
   std::optional<unsigned> nvidia_minor(const std::string& bus_id) const;
+  // sys/class/infiniband/<dev>/sys_image_guid ("248a:0703:001e:39fe"), "" when absent.
+  std::string rdma_system_guid(const std::string& rdma_device) const;
+  // The peer-memory module that lets RDMA NICs reach GPU memory, checked where NCCL checks:
+  // "nvidia_peermem", "nv_mem" or "nv_mem_nc"; "" when none is loaded.
+  std::string gpudirect_rdma_module() const;
+  // The machine's name as this tree records it (proc/sys/kernel/hostname, else etc/hostname); "" none.
+  std::string recorded_hostname() const;
+  // PCI functions the tree lists under sys/bus/pci/devices; empty when it has none.
+  std::vector<std::string> pci_devices() const;
+  // The PCI function each RDMA device belongs to, by device name.
+  std::vector<std::pair<std::string, std::string>> rdma_device_functions() const;
 
  private:
   std::filesystem::path path(const std::string& rel) const { return root_ / rel; }
