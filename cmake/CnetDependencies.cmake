@@ -77,17 +77,55 @@ cnet_require_package(Boost libboost-program-options-dev COMPONENTS program_optio
 cnet_require_package(nlohmann_json nlohmann-json3-dev)
 cnet_require_package(Threads libc6-dev)
 
-# Slurm: spank.h for the SPANK plugin, libslurm for cnet-pool.
-find_path(SLURM_INCLUDE_DIR slurm/spank.h)
-find_library(SLURM_LIBRARY slurm)
-if(NOT SLURM_INCLUDE_DIR OR NOT SLURM_LIBRARY)
-  message(FATAL_ERROR "Slurm headers/library (slurm/spank.h, libslurm) not found: apt-get install libslurm-dev")
+# Slurm: spank.h for the SPANK plugin, libslurm for cnet-pool. CNET_SLURM_PREFIX picks a Slurm installed
+# under its own prefix (contrib/slurm-build.sh); otherwise the system's (Debian's slurm-wlm).
+if(CNET_SLURM_PREFIX)
+  find_path(SLURM_INCLUDE_DIR slurm/spank.h PATHS "${CNET_SLURM_PREFIX}/include" NO_DEFAULT_PATH)
+  find_library(SLURM_LIBRARY slurm PATHS "${CNET_SLURM_PREFIX}/lib" "${CNET_SLURM_PREFIX}/lib64" NO_DEFAULT_PATH)
+  if(NOT SLURM_INCLUDE_DIR OR NOT SLURM_LIBRARY)
+    message(FATAL_ERROR "no Slurm headers/library under CNET_SLURM_PREFIX=${CNET_SLURM_PREFIX}: build one there with "
+                        "contrib/slurm-build.sh --version MAJOR.MINOR --prefix ${CNET_SLURM_PREFIX}")
+  endif()
+else()
+  find_path(SLURM_INCLUDE_DIR slurm/spank.h)
+  find_library(SLURM_LIBRARY slurm)
+  if(NOT SLURM_INCLUDE_DIR OR NOT SLURM_LIBRARY)
+    message(FATAL_ERROR "Slurm headers/library (slurm/spank.h, libslurm) not found: apt-get install libslurm-dev")
+  endif()
 endif()
 add_library(cnet::slurm UNKNOWN IMPORTED GLOBAL)
 set_target_properties(cnet::slurm PROPERTIES IMPORTED_LOCATION "${SLURM_LIBRARY}"
                                              INTERFACE_INCLUDE_DIRECTORIES "${SLURM_INCLUDE_DIR}")
-file(STRINGS "${SLURM_INCLUDE_DIR}/slurm/slurm_version.h" _slurm_version_line REGEX "define SLURM_VERSION_NUMBER")
-string(REGEX MATCH "0x[0-9a-fA-F]+" CNET_SLURM_VERSION_HEX "${_slurm_version_line}")
+
+# cnet_slurm_version(<slurm_version.h> <hex var> <release var>): SLURM_VERSION_NUMBER, and "24.11.5".
+function(cnet_slurm_version header hex_var release_var)
+  file(STRINGS "${header}" _line REGEX "define SLURM_VERSION_NUMBER")
+  string(REGEX MATCH "0x[0-9a-fA-F]+" _hex "${_line}")
+  math(EXPR _major "(${_hex} >> 16) & 255")
+  math(EXPR _minor "(${_hex} >> 8) & 255")
+  math(EXPR _micro "${_hex} & 255")
+  if(_minor LESS 10)
+    set(_minor "0${_minor}")  # Slurm's own spelling: 22.05
+  endif()
+  set(${hex_var} "${_hex}" PARENT_SCOPE)
+  set(${release_var} "${_major}.${_minor}.${_micro}" PARENT_SCOPE)
+endfunction()
+cnet_slurm_version("${SLURM_INCLUDE_DIR}/slurm/slurm_version.h" CNET_SLURM_VERSION_HEX CNET_SLURM_RELEASE)
+string(REGEX MATCH "^[0-9]+\\.[0-9]+" CNET_SLURM_MAJOR_MINOR "${CNET_SLURM_RELEASE}")
+# The configured source tree the controller-side plugins compile against must be the same release:
+# Slurm loads gres and job_submit plugins only when plugin_version is exactly its own.
+if(CNET_SLURM_SOURCE)
+  if(NOT EXISTS "${CNET_SLURM_SOURCE}/slurm/slurm_version.h")
+    message(FATAL_ERROR "CNET_SLURM_SOURCE=${CNET_SLURM_SOURCE} is not a configured Slurm tree (no slurm/slurm_version.h): "
+                        "run contrib/slurm-source.sh --version ${CNET_SLURM_MAJOR_MINOR}")
+  endif()
+  cnet_slurm_version("${CNET_SLURM_SOURCE}/slurm/slurm_version.h" _source_hex _source_release)
+  if(NOT _source_hex EQUAL CNET_SLURM_VERSION_HEX)
+    message(FATAL_ERROR "CNET_SLURM_SOURCE is Slurm ${_source_release} but the Slurm headers in ${SLURM_INCLUDE_DIR} are "
+                        "${CNET_SLURM_RELEASE}: give the configured source of the same release (contrib/slurm-source.sh --version "
+                        "${CNET_SLURM_MAJOR_MINOR})")
+  endif()
+endif()
 
 if(CNET_BUILD_TESTS)
   cnet_require_package(GTest libgtest-dev)

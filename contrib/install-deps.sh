@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config git ca-certificates
+  build-essential cmake pkg-config git ca-certificates curl
   # Slurm: daemons for the minicluster, headers for the plugins, munge for auth
   slurm-wlm slurmctld slurmd slurm-client munge libslurm-dev libmunge-dev
   # data path and rendezvous

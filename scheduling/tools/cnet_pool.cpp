@@ -6,6 +6,7 @@
 #include <boost/program_options.hpp>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <iostream>
 #include <thread>
@@ -34,9 +35,9 @@ std::string state_name(std::uint32_t state) {
 
 std::vector<PoolRow> load_rows() {
   node_info_msg_t* nodes = nullptr;
-  // SHOW_DETAIL is what fills gres_used.
+  // SHOW_DETAIL is what fills gres_used. Errors are in errno (Slurm 24.11 has no slurm_get_errno()).
   if (slurm_load_node(static_cast<time_t>(0), &nodes, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS)
-    throw std::runtime_error(std::string("cannot ask slurmctld for nodes: ") + slurm_strerror(slurm_get_errno()) +
+    throw std::runtime_error(std::string("cannot ask slurmctld for nodes: ") + slurm_strerror(errno) +
                              " (is SLURM_CONF right and slurmctld up?)");
   std::vector<PoolRow> rows;
   for (std::uint32_t i = 0; i < nodes->record_count; ++i) {
