@@ -12,13 +12,11 @@
 #include "src/common/slurm_xlator.h"
 #include "src/common/bitstring.h"
 #include "src/common/env.h"
-#include "src/common/gres.h"
-#include "src/common/hostlist.h"
-#include "src/common/list.h"
 #include "src/common/pack.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
-#include "src/plugins/gres/common/gres_common.h"
+
+#include "gres_compat.h"
 
 #include "cnet/scheduling/rdma_bridge.h"
 
@@ -27,7 +25,7 @@ const char plugin_type[] = "gres/rdma";
 const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
 static char gres_name[] = "rdma";
-static List gres_devices = NULL;
+static cnet_list_t *gres_devices = NULL;
 /* Devices ("mlx5_0:1") by GRES bitmap index, built by slurmd and sent on to slurmstepd. */
 static char **device_names = NULL;
 static uint32_t device_name_count = 0;
@@ -42,17 +40,17 @@ static void free_names(void)
 
 /* The Type= of the gres.conf line whose File= covers `path`, or NULL (Slurm keeps a type only when
  * slurm.conf's Gres= names it too, as cnet-topo --format features writes it: rdma:mlx5_0:1). */
-static char *type_of(List gres_conf_list, const char *path)
+static char *type_of(cnet_list_t *gres_conf_list, const char *path)
 {
 	gres_slurmd_conf_t *conf;
 	char *found = NULL;
 	if (!gres_conf_list)
 		return NULL;
-	ListIterator it = list_iterator_create(gres_conf_list);
+	cnet_list_itr_t *it = list_iterator_create(gres_conf_list);
 	while (!found && (conf = list_next(it))) {
 		if (xstrcmp(conf->name, gres_name) || !conf->file || !conf->type_name)
 			continue;
-		hostlist_t files = hostlist_create(conf->file);
+		cnet_hostlist_t *files = hostlist_create(conf->file);
 		char *file;
 		if (!files)
 			continue;
@@ -83,11 +81,11 @@ extern int fini(void)
 /* Called at start and on every reconfigure, by slurmd and (for nodes that have not registered, such as
  * State=CLOUD ones) by slurmctld. Devices and their names are built afresh each time. No devices is a
  * valid state: slurmctld never lists them, and a gres.conf line with Count= and no File= has none. */
-extern int gres_p_node_config_load(List gres_conf_list, node_config_load_t *config)
+extern int gres_p_node_config_load(cnet_list_t *gres_conf_list, node_config_load_t *config)
 {
 	FREE_NULL_LIST(gres_devices);
 	free_names();
-	int rc = common_node_config_load(gres_conf_list, gres_name, config, &gres_devices);
+	int rc = cnet_gres_node_config_load(gres_conf_list, gres_name, config, &gres_devices);
 	if (rc != SLURM_SUCCESS) {
 		error("%s: gres.conf has no usable Name=rdma lines (write them with cnet-topo --format gres)", plugin_type);
 		return rc;
@@ -95,7 +93,7 @@ extern int gres_p_node_config_load(List gres_conf_list, node_config_load_t *conf
 	if (!gres_devices)
 		return SLURM_SUCCESS;
 	gres_device_t *dev;
-	ListIterator it = list_iterator_create(gres_devices);
+	cnet_list_itr_t *it = list_iterator_create(gres_devices);
 	while ((dev = list_next(it))) {
 		if (dev->index < 0 || dev->index > 4095 || !dev->path)
 			continue;
@@ -121,7 +119,7 @@ static void set_env(char ***env_ptr, bitstr_t *gres_bit_alloc, bitstr_t *usable_
 	gres_device_t *dev;
 	if (!gres_devices || !gres_bit_alloc)
 		return;
-	ListIterator it = list_iterator_create(gres_devices);
+	cnet_list_itr_t *it = list_iterator_create(gres_devices);
 	while ((dev = list_next(it))) {
 		if (dev->index < 0 || dev->index >= bit_size(gres_bit_alloc) || !bit_test(gres_bit_alloc, dev->index))
 			continue;
@@ -168,7 +166,7 @@ extern void gres_p_task_set_env(char ***step_env_ptr, bitstr_t *gres_bit_alloc, 
 
 extern void gres_p_send_stepd(buf_t *buffer)
 {
-	common_send_stepd(buffer, gres_devices);
+	cnet_gres_send_stepd(buffer, gres_devices);
 	pack32(device_name_count, buffer);
 	for (uint32_t i = 0; i < device_name_count; i++)
 		packstr(device_names[i], buffer);
@@ -177,7 +175,7 @@ extern void gres_p_send_stepd(buf_t *buffer)
 extern void gres_p_recv_stepd(buf_t *buffer)
 {
 	uint32_t count = 0, len;
-	common_recv_stepd(buffer, &gres_devices);
+	cnet_gres_recv_stepd(buffer, &gres_devices);
 	free_names();
 	safe_unpack32(&count, buffer);
 	if (count > 4096)
@@ -192,17 +190,7 @@ unpack_error:
 	free_names();
 }
 
-extern int gres_p_get_job_info(gres_job_state_t *gres_js, uint32_t node_inx, enum gres_job_data_type data_type, void *data)
-{
-	return EINVAL;
-}
-
-extern int gres_p_get_step_info(gres_step_state_t *gres_ss, uint32_t node_inx, enum gres_step_data_type data_type, void *data)
-{
-	return EINVAL;
-}
-
-extern List gres_p_get_devices(void)
+extern cnet_list_t *gres_p_get_devices(void)
 {
 	return gres_devices;
 }
@@ -215,11 +203,4 @@ extern void gres_p_step_hardware_fini(void)
 {
 }
 
-extern gres_epilog_info_t *gres_p_epilog_build_env(gres_job_state_t *gres_js)
-{
-	return NULL;
-}
-
-extern void gres_p_epilog_set_env(char ***epilog_env_ptr, gres_epilog_info_t *gres_ei, int node_inx)
-{
-}
+CNET_GRES_NOOP_HOOKS

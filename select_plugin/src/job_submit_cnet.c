@@ -18,6 +18,7 @@
 #include "src/slurmctld/slurmctld.h"
 
 #include "cnet/scheduling/template_bridge.h"
+#include "job_submit_compat.h"
 
 const char plugin_name[] = "cnet resource templates";
 const char plugin_type[] = "job_submit/cnet";
@@ -85,6 +86,7 @@ static int apply(job_desc_msg_t *job_desc, char **spank_env, uint32_t spank_env_
 		.spank_env = spank_env,
 		.spank_env_size = spank_env_size,
 		.modify = modify,
+		.tres_gres_prefix = CNET_TRES_GRES_PREFIX,
 	};
 	/* Slurm refuses a constraint naming a feature no node has: let the library see which exist. */
 	node_record_t *node_ptr;
