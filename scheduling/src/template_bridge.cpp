@@ -91,6 +91,7 @@ extern "C" int cnet_apply_template(const char* templates_path, const cnet_job_re
     }
     JobRequest user;
     user.tres_per_node = text(r->tres_per_node);
+    if (r->tres_gres_prefix) user.tres_gres_prefix = r->tres_gres_prefix;
     user.features = text(r->features);
     user.qos = text(r->qos);
     user.min_nodes = number(r->min_nodes);

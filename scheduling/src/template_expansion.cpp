@@ -10,14 +10,16 @@ namespace {
 using common::join;
 using common::split;
 
-// "gres:gpu:a100:2" -> "gpu"; "gres/gpu=2" style is not what 22.05 stores in tres_per_node.
-std::string gres_name(const std::string& entry) {
-  auto parts = split(entry, ':');
-  if (!parts.empty() && parts[0] == "gres") parts.erase(parts.begin());
-  return parts.empty() ? "" : parts[0];
+// "gres:gpu:a100:2" (Slurm 22.05) or "gres/gpu:a100:2" (23.02 and later) -> "gpu:a100:2".
+std::string without_gres_prefix(const std::string& entry) {
+  return entry.rfind("gres:", 0) == 0 || entry.rfind("gres/", 0) == 0 ? entry.substr(5) : entry;
 }
 
-std::string without_gres_prefix(const std::string& entry) { return entry.rfind("gres:", 0) == 0 ? entry.substr(5) : entry; }
+// "gres/gpu:a100:2" -> "gpu".
+std::string gres_name(const std::string& entry) {
+  auto parts = split(without_gres_prefix(entry), ':');
+  return parts.empty() ? "" : parts[0];
+}
 
 struct Checker {
   const ResourceTemplate& t;
@@ -80,7 +82,7 @@ Expansion expand_template(const ResourceTemplate& t, const JobRequest& user, boo
     for (const auto& want : split(gres, ',')) {
       auto same = std::find_if(have.begin(), have.end(), [&](const std::string& h) { return gres_name(h) == gres_name(want); });
       if (same == have.end()) {
-        result.push_back("gres:" + want);
+        result.push_back(user.tres_gres_prefix + want);
       } else if (c.conflicts(std::optional(without_gres_prefix(*same)), want, "--gres=" + without_gres_prefix(*same), "--gres=" + want)) {
         return out;
       }

@@ -47,6 +47,20 @@ TEST(TemplateExpansion, KeepsTheUsersOtherGresAndCompatibleChoices) {
   EXPECT_EQ(expand_template(t, user).set.tres_per_node, "gres:shard:2,gres:gpu:1");
 }
 
+// Slurm 23.02 and later spell tres_per_node "gres/gpu:2": the user's entries are recognised and the
+// template's are added in that spelling (24.11 misreads "gres:gpu:2").
+TEST(TemplateExpansion, SpeaksTheTresSpellingOfSlurm2302AndLater) {
+  auto t = from("TemplateName=t Gpus=1 RdmaNics=1");
+  JobRequest user;
+  user.tres_gres_prefix = "gres/";
+  EXPECT_EQ(expand_template(t, user).set.tres_per_node, "gres/gpu:1,gres/rdma:1");
+  user.tres_per_node = "gres/gpu:1,gres/shard:2";
+  EXPECT_EQ(expand_template(t, user).set.tres_per_node, "gres/gpu:1,gres/shard:2,gres/rdma:1");
+  user.tres_per_node = "gres/gpu:4";
+  auto x = expand_template(t, user);
+  EXPECT_NE(x.error.find("sets --gres=gpu:1 but the job asks for --gres=gpu:4"), std::string::npos) << x.error;
+}
+
 TEST(TemplateExpansion, ConflictsNameBothSides) {
   auto t = from("TemplateName=t Gpus=1 Nodes=1-2 TimeLimit=01:00:00 Qos=low Exclusive=yes");
   struct Case {
@@ -177,6 +191,11 @@ TEST(TemplateBridge, UnknownNamesAndDamagedCatalogues) {
   EXPECT_EQ(cnet_apply_template(path.c_str(), &r, &e), 0);
   EXPECT_STREQ(e.tres_per_node, "gres:gpu:1");
   cnet_job_edit_free(&e);
+  r.tres_gres_prefix = "gres/";  // what job_submit/cnet passes when built for Slurm 23.02 or later
+  EXPECT_EQ(cnet_apply_template(path.c_str(), &r, &e), 0);
+  EXPECT_STREQ(e.tres_per_node, "gres/gpu:1");
+  cnet_job_edit_free(&e);
+  r.tres_gres_prefix = nullptr;
 
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   std::ofstream(path) << "TemplateName=small Gpus=many\n";

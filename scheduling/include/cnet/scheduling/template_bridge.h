@@ -21,6 +21,7 @@ typedef struct {
 	int modify;                                  /* a change to a queued job */
 	const char **node_features;                  /* every node's available features ("a,b"), */
 	uint32_t node_count;                         /* to cut template constraints to what exists */
+	const char *tres_gres_prefix;                /* "gres/" (Slurm 23.02+) or NULL: "gres:" (22.05) */
 } cnet_job_request_t;
 
 typedef struct {

@@ -15,13 +15,17 @@ namespace cnet::scheduling {
 
 // The fields of a job request a template can set; nullopt: not given by the user.
 struct JobRequest {
-  std::optional<std::string> tres_per_node;  // Slurm 22.05 form: "gres:gpu:2,gres:rdma:1"
+  // "gres:gpu:2,gres:rdma:1" before Slurm 23.02, "gres/gpu:2,gres/rdma:1" since (tres_spelling says which)
+  std::optional<std::string> tres_per_node;
   std::optional<std::string> features;       // --constraint
   std::optional<std::uint32_t> min_nodes, max_nodes;
   std::optional<std::uint32_t> time_limit_min;
   std::optional<std::string> qos;
   std::optional<bool> exclusive;             // --exclusive (true) / --oversubscribe (false)
   std::optional<std::uint32_t> switches, switch_wait_s;
+  // The prefix the running slurmctld writes before each gres in tres_per_node, and reads back: entries the
+  // template adds use it (24.11 misreads "gres:gpu:2"); the user's entries are understood in either form.
+  std::string tres_gres_prefix = "gres:";
 };
 
 struct Expansion {
