@@ -114,14 +114,21 @@ class HwlocReader {
       if (hwloc_bitmap_weight(cpu_side->nodeset) == 1) loc.numa_node = hwloc_bitmap_first(cpu_side->nodeset);
     }
     loc.package = package_of(cpu_side->cpuset);
-    for (hwloc_obj_t core = nullptr;
-         (core = hwloc_get_next_obj_inside_cpuset_by_type(t_, cpu_side->cpuset, HWLOC_OBJ_CORE, core));)
-      loc.cores.push_back(core->logical_index);
+    loc.cores = cores_in(cpu_side->cpuset);
+    for (hwloc_obj_t p : packages_)
+      if (loc.package >= 0 && p->cpuset && hwloc_bitmap_intersects(cpu_side->cpuset, p->cpuset)) loc.package_cores = cores_in(p->cpuset);
     return loc;
   }
 
   // The one package whose CPUs the object's CPUs fall in; -1 when they span several (a NUMA node of
   // four sockets) or the export has no packages.
+  std::vector<unsigned> cores_in(hwloc_const_bitmap_t cpus) const {
+    std::vector<unsigned> out;
+    for (hwloc_obj_t core = nullptr; (core = hwloc_get_next_obj_inside_cpuset_by_type(t_, cpus, HWLOC_OBJ_CORE, core));)
+      out.push_back(core->logical_index);
+    return out;
+  }
+
   int package_of(hwloc_const_bitmap_t cpus) const {
     int found = -1, count = 0;
     for (hwloc_obj_t p : packages_) {

@@ -42,7 +42,7 @@ json locality_json(const Locality& l) {
                     {"vendor", hex4(hop.vendor_id)}, {"device", hex4(hop.device_id)}, {"subvendor", hex4(hop.subvendor_id)},
                     {"subdevice", hex4(hop.subdevice_id)}, {"link_gbytes_per_s", known(hop.link_gbytes_per_s)}});
   return {{"numa_node", l.numa_node}, {"package", l.package}, {"nodeset", l.nodeset}, {"cpuset", l.cpuset}, {"cpumask", l.cpumask},
-          {"cores", common::compress_ranges(l.cores)}, {"pci_path", path}};
+          {"cores", common::compress_ranges(l.cores)}, {"package_cores", common::compress_ranges(l.package_cores)}, {"pci_path", path}};
 }
 
 json pci_json(const PciIdentity& p) {
@@ -64,12 +64,14 @@ Locality locality_from(const json& j) {
                           static_cast<std::uint16_t>(from_hex(h.value("subvendor", json("0000")))),
                           static_cast<std::uint16_t>(from_hex(h.value("subdevice", json("0000")))),
                           number_or_unknown<float>(h.at("link_gbytes_per_s"))});
-  std::string cores = j.at("cores");
-  if (!cores.empty()) {
-    auto parsed = common::parse_ranges(cores, 1u << 20);
-    if (!parsed) throw TopologyError("damaged topology JSON: cores '" + common::printable(cores, 64) + "' is not a list like 0-3,8");
-    l.cores = std::move(*parsed);
-  }
+  auto ranges = [](const std::string& key, const std::string& text) {
+    if (text.empty()) return std::vector<unsigned>{};
+    auto parsed = common::parse_ranges(text, 1u << 20);
+    if (!parsed) throw TopologyError("damaged topology JSON: " + key + " '" + common::printable(text, 64) + "' is not a list like 0-3,8");
+    return std::move(*parsed);
+  };
+  l.cores = ranges("cores", j.at("cores"));
+  l.package_cores = ranges("package_cores", j.value("package_cores", ""));
   return l;
 }
 

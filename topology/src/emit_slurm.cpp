@@ -10,6 +10,10 @@
 namespace cnet::topology {
 namespace {
 
+// gres.conf Cores=: the whole package (socket) a device hangs off. Slurm 23.02 and later set a node
+// INVAL when a range covers part of a socket, as NUMA-node ranges do on NPS2/NPS4 and SNC machines.
+const std::vector<unsigned>& gres_cores(const Locality& l) { return l.package_cores.empty() ? l.cores : l.package_cores; }
+
 std::string node_prefix(const NodeTopology& topo) { return topo.hostname.empty() ? "" : "NodeName=" + topo.hostname + " "; }
 
 // RDMA devices are numbered /dev/infiniband/uverbsN in name order on a node without renames.
@@ -38,7 +42,7 @@ std::string to_gres_conf(const NodeTopology& topo) {
   bool nvlinks_known = std::all_of(topo.gpus.begin(), topo.gpus.end(), [](const Gpu& g) { return g.nvlinks_known; });
   for (const auto& g : topo.gpus) {
     out << node_prefix(topo) << "Name=gpu Type=" << gres_type(g.model) << " File=/dev/nvidia" << g.minor;
-    if (!g.locality.cores.empty()) out << " Cores=" << common::compress_ranges(g.locality.cores);
+    if (!gres_cores(g.locality).empty()) out << " Cores=" << common::compress_ranges(gres_cores(g.locality));
     if (topo.gpus.size() > 1 && nvlinks_known) {
       // Slurm's Links: entry i is the number of direct links to GPU i (bus id order), -1 for itself.
       // Written only when every GPU's NVLinks are known: a 0 would state "no NVLink".
@@ -59,7 +63,7 @@ std::string to_gres_conf(const NodeTopology& topo) {
     // The device's own uverbs node; without sysfs (an hwloc export alone) the n-th is the best guess.
     std::string verbs = rdma[i]->verbs_device.empty() ? "uverbs" + std::to_string(i) : rdma[i]->verbs_device;
     out << node_prefix(topo) << "Name=rdma Type=" << rdma[i]->rdma_device << " File=/dev/infiniband/" << verbs;
-    if (!rdma[i]->locality.cores.empty()) out << " Cores=" << common::compress_ranges(rdma[i]->locality.cores);
+    if (!gres_cores(rdma[i]->locality).empty()) out << " Cores=" << common::compress_ranges(gres_cores(rdma[i]->locality));
     out << '\n';
   }
   return out.str();

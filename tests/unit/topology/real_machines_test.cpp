@@ -85,6 +85,11 @@ TEST(RealMachines, Nps4SamePackageIsNotAcrossTheSocket) {
   EXPECT_EQ(paired_nic(t, 1).name, "mlx5_1");
   auto findings = check_links(t);
   EXPECT_TRUE(findings.empty()) << findings.front().subject << ": " << findings.front().problem;
+  // gres.conf's Cores= covers the whole socket: Slurm 23.02+ sets a node with part-socket ranges INVAL.
+  auto gres = to_gres_conf(t);
+  EXPECT_NE(gres.find("Name=gpu Type=a100 File=/dev/nvidia0 Cores=0-15\n"), std::string::npos) << gres;
+  EXPECT_NE(gres.find("Name=rdma Type=mlx5_1 File=/dev/infiniband/uverbs1 Cores=16-31\n"), std::string::npos) << gres;
+  EXPECT_EQ(t.gpus[0].locality.cores.size(), 4u) << "the NUMA node's own cores stay known, for binding";
 }
 
 // Pairing prefers the NIC on the GPU's own package even when the other package's NIC sorts first.

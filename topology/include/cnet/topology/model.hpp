@@ -32,7 +32,10 @@ struct Locality {
   std::string nodeset;           // NUMA nodes of the closest CPU-side object, as a list ("0" or "0-1")
   std::string cpuset;            // its PUs as a list, e.g. "0-11,24-35" (OS indexes)
   std::string cpumask;           // the same as a Linux cpumap ("00000000,00ffffff"), NCCL's affinity format
-  std::vector<unsigned> cores;   // logical core indexes (Slurm gres.conf Cores=)
+  std::vector<unsigned> cores;   // logical core indexes of the closest CPU-side object
+  // The logical cores of its whole package (empty when unknown): gres.conf's Cores=, since Slurm 23.02
+  // refuses a range that covers part of a socket (a node with NUMA-node ranges on NPS4 goes INVAL).
+  std::vector<unsigned> package_cores;
 };
 
 struct PciIdentity {
