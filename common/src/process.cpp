@@ -1,5 +1,8 @@
 #include "cnet/common/process.hpp"
 
+#include "cnet/common/slurm_commands.hpp"
+#include "cnet/common/text.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -92,6 +95,14 @@ ProcessResult run_command(const std::vector<std::string>& argv, std::chrono::mil
     args.push_back(nullptr);
     execvp(args[0], args.data());
   });
+}
+
+std::string slurm_command(const std::string& name) {
+  for (const auto& dir : split(kSlurmCommandDirs, ':')) {
+    std::string path = dir + "/" + name;
+    if (!dir.empty() && access(path.c_str(), X_OK) == 0) return path;
+  }
+  return name;
 }
 
 ProcessResult run_in_child(const std::function<std::string()>& work, std::chrono::milliseconds deadline, std::size_t max_output) {

@@ -18,6 +18,7 @@
 #include "cnet/common/files.hpp"
 #include "cnet/common/host.hpp"
 #include "cnet/common/process.hpp"
+#include "cnet/common/slurm_commands.hpp"
 #include "cnet/common/slurm_config.hpp"
 #include "cnet/common/text.hpp"
 #include "cnet/doctor/slurm_plugins.hpp"
@@ -252,7 +253,8 @@ void find_cnet_plugins(const GatherOptions& o, const std::vector<common::ConfigL
 std::optional<std::uint32_t> running_slurm_version(const GatherOptions& o) {
   if (!o.slurm_version.empty()) return parse_slurm_version(o.slurm_version);
   if (o.root != "/") return std::nullopt;
-  for (const auto& argv : {std::vector<std::string>{"slurmd", "-V"}, std::vector<std::string>{"scontrol", "--version"}}) {
+  for (const auto& argv : {std::vector<std::string>{common::slurm_command("slurmd"), "-V"},
+                           std::vector<std::string>{common::slurm_command("scontrol"), "--version"}}) {
     auto r = common::run_command(argv, std::chrono::seconds(5));
     if (r.ok())
       if (auto v = parse_slurm_version(r.output)) return v;

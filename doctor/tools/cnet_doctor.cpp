@@ -18,6 +18,7 @@
 #include "cnet/common/version.hpp"
 #include "cnet/common/files.hpp"
 #include "cnet/common/process.hpp"
+#include "cnet/common/slurm_commands.hpp"
 #include "cnet/common/text.hpp"
 #include "cnet/doctor/checks.hpp"
 #include "cnet/doctor/job_mode.hpp"
@@ -29,7 +30,7 @@ namespace {
 
 // Runs scontrol with these arguments (no shell, a deadline), SLURM_CONF pointing at the cluster's config.
 int scontrol(const std::vector<std::string>& args, const std::string& slurm_conf, std::chrono::seconds deadline, std::string* output) {
-  std::vector<std::string> argv = {"scontrol"};
+  std::vector<std::string> argv = {cnet::common::slurm_command("scontrol")};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::pair<std::string, std::string>> env;
   if (!slurm_conf.empty()) env.emplace_back("SLURM_CONF", slurm_conf);

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "cnet/common/process.hpp"
+#include "cnet/common/slurm_commands.hpp"
 
 using namespace cnet::common;
 using namespace std::chrono_literals;
@@ -39,4 +40,13 @@ TEST(Process, WorkInAChild) {
     return std::string("too late");
   }, 300ms);
   EXPECT_TRUE(r.timed_out);
+}
+
+// Slurm's commands come from the Slurm cnet was built against, whatever PATH says (a health check runs
+// with none); a name that Slurm does not have is left to PATH.
+TEST(SlurmCommand, FromTheSlurmBuiltAgainst) {
+  std::string scontrol = slurm_command("scontrol");
+  ASSERT_EQ(scontrol.front(), '/') << scontrol;
+  EXPECT_NE(std::string(kSlurmCommandDirs).find(scontrol.substr(0, scontrol.rfind('/'))), std::string::npos) << scontrol;
+  EXPECT_EQ(slurm_command("no-such-slurm-tool"), "no-such-slurm-tool");
 }
