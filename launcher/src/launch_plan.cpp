@@ -125,9 +125,13 @@ LaunchPlan plan_launch(const LaunchRequest& r, const topology::NodeTopology* top
     set(plan, "OMP_NUM_THREADS", r.omp_num_threads);
   } else {
     unsigned threads = 0;
-    if (!r.cpus_per_task.empty() && std::all_of(r.cpus_per_task.begin(), r.cpus_per_task.end(), ::isdigit))
+    if (!r.cpus_per_task.empty() && r.cpus_per_task.size() < 6 &&
+        std::all_of(r.cpus_per_task.begin(), r.cpus_per_task.end(), ::isdigit)) {
       threads = static_cast<unsigned>(std::stoul(r.cpus_per_task));
-    else  // an even share of the node's CPUs, whatever cores the task is bound to
+      // Never more than the task may run on: since Slurm 23.11 a step does not inherit the batch job's
+      // --cpus-per-task, while the job's SLURM_CPUS_PER_TASK is still in its environment.
+      if (!r.allowed_cpus.empty()) threads = std::min(threads, static_cast<unsigned>(r.allowed_cpus.size()));
+    } else  // an even share of the node's CPUs, whatever cores the task is bound to
       threads = static_cast<unsigned>(r.allowed_cpus.size()) / std::max(p.local_size, 1u);
     set(plan, "OMP_NUM_THREADS", num(std::max(threads, 1u)));
   }

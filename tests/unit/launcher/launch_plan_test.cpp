@@ -68,6 +68,12 @@ TEST(LaunchPlan, ThreadsFromSlurmOrUser) {
   r = four_tasks(0);
   r.allowed_cpus = {0};
   EXPECT_EQ(vars(plan_launch(r, nullptr))["OMP_NUM_THREADS"], "1");
+  // Since Slurm 23.11 srun does not inherit the batch job's --cpus-per-task: the variable the job exported
+  // says 6, the step's task got 2 CPUs. Threads follow what the task really has.
+  r = four_tasks(0);
+  r.cpus_per_task = "6";
+  r.allowed_cpus = {4, 5};
+  EXPECT_EQ(vars(plan_launch(r, nullptr))["OMP_NUM_THREADS"], "2");
 }
 
 // The 32em64t machine: GPU0 on socket 0, GPUs 1-2 and the ConnectX-4 (mlx5_0, ib0) on socket 1.
