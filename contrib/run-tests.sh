@@ -5,8 +5,12 @@
 # warnings as errors; a default or packaging build never does.
 # Unit tests need nothing; cluster tests start and stop their own minicluster (as root).
 # Then every parser a user or admin feeds is fuzzed for a bounded time (contrib/fuzz.sh).
+# Then the same against every other supported Slurm release, built from source into /opt/slurm-<release>
+# when it is not there yet (contrib/slurm-build.sh): cnet built against it, the unit tests and the whole
+# cluster suite (label cluster-<release>) on a minicluster running that Slurm.
 # Extra arguments go to the first ctest, e.g. -L unit. CNET_SKIP_SANITIZE=1 / CNET_SKIP_RELEASE=1 /
-# CNET_SKIP_FUZZ=1 skip those passes; CNET_FUZZ_SECONDS sets the time per fuzz target (default 30).
+# CNET_SKIP_FUZZ=1 / CNET_SKIP_SLURM_RELEASES=1 skip those passes; CNET_SLURM_RELEASES lists the other
+# releases (default 24.11); CNET_FUZZ_SECONDS sets the time per fuzz target (default 30).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${CNET_BUILD_DIR:-$repo/build}
@@ -16,6 +20,14 @@ stamp() { echo "== $1 ($(((SECONDS - started) / 60)) min so far)"; }
 stamp "default build (RelWithDebInfo), every test"
 CNET_BUILD_DIR=$build "$repo/contrib/build.sh" -DCNET_WARNINGS_AS_ERRORS=ON
 ctest --test-dir "$build" --output-on-failure "$@"
+
+if [[ ${CNET_SKIP_SLURM_RELEASES:-0} != 1 ]]; then
+  for release in ${CNET_SLURM_RELEASES:-24.11}; do
+    stamp "Slurm $release (from source when not yet in /opt/slurm-$release), unit and cluster tests"
+    CNET_BUILD_DIR=$build-slurm-$release "$repo/contrib/build.sh" --slurm "$release" -DCNET_WARNINGS_AS_ERRORS=ON
+    ctest --test-dir "$build-slurm-$release" -L "^(unit|cluster-$release)\$" --output-on-failure
+  done
+fi
 
 if [[ ${CNET_SKIP_RELEASE:-0} != 1 ]]; then
   stamp "Release build, unit tests"

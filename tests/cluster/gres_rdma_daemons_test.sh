@@ -45,9 +45,11 @@ echo "daemons stayed up through CLOUD nodes, Count= lines, missing devices and r
 # A gres_rdma.so built for another release next to this one's cnet.so: what mixed packages look like.
 mkdir -p "$work/plugins"
 cp "$CNET_BUILD_DIR"/plugins/*.so "$work/plugins/"
-"$CNET_BIN/set_plugin_version" "$work/plugins/gres_rdma.so" 0x180b05
+other_hex=0x180b05 other=24.11.5  # the other release cnet is built for
+at_least_release 23.02 && other_hex=0x160508 other=22.05.8
+"$CNET_BIN/set_plugin_version" "$work/plugins/gres_rdma.so" "$other_hex"
 CNET_PLUGIN_DIR=$work/plugins mc up 1 --rdma 1
-grep -q "Incompatible Slurm plugin .*gres_rdma.so version (24.11.5)" "$CNET_MINICLUSTER_DIR"/log/slurmd.cn1.log ||
+grep -q "Incompatible Slurm plugin .*gres_rdma.so version ($other)" "$CNET_MINICLUSTER_DIR"/log/slurmd.cn1.log ||
   fail "slurmd did not skip the other release's plugin"
 err=$(mc run -- timeout 60 srun --gres=rdma:1 bash -c 'echo "[${CNET_RDMA_DEVICES:-}]"' 2>&1 >"$work/out")
 expect_eq "$(cat "$work/out")" "[]" "no RDMA variables from a skipped gres/rdma"
@@ -56,7 +58,7 @@ expect_eq "$(cat "$work/out")" "[]" "no RDMA variables from a skipped gres/rdma"
 rc=0
 out=$("$CNET_BIN/cnet-doctor" --slurm-conf "$CNET_MINICLUSTER_DIR/etc/slurm.conf" --node cn1 --nodes cn1 2>&1) || rc=$?
 echo "$out" | grep plugins
-grep -q "^fail  plugins .*gres_rdma.so was built for Slurm 24.11.5, but this node runs Slurm 22.05" <<<"$out" ||
+grep -q "^fail  plugins .*gres_rdma.so was built for Slurm $other, but this node runs Slurm $slurm_release" <<<"$out" ||
   fail "cnet-doctor did not name the mismatch: $out"
 expect_eq "$rc" 1 "cnet-doctor's exit code"
 echo ok

@@ -21,7 +21,7 @@ done
 
 "$CNET_MINICLUSTER" up 2 >"$work/up.log" 2>&1 || fail "cluster: $(tail "$work/up.log")"
 eval "$("$CNET_MINICLUSTER" env)"
-export PATH=$CNET_BIN:/usr/bin:$PATH  # cnet as the package installs it; python3 with Debian's torch
+export PATH=$CNET_BIN${CNET_SLURM_PREFIX:+:$CNET_SLURM_PREFIX/bin}:/usr/bin:$PATH  # cnet as the package installs it; the cluster's Slurm; python3 with Debian's torch
 cp "$examples"/*.sbatch "$examples"/ddp_train.py "$work/"
 cd "$work"
 submit() { timeout 240 sbatch --parsable --wait "$@"; }
