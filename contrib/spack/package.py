@@ -2,7 +2,7 @@
 #   spack repo create ~/spack-cnet && mkdir -p ~/spack-cnet/packages/cnet
 #   cp contrib/spack/package.py ~/spack-cnet/packages/cnet/ && spack repo add ~/spack-cnet
 #   spack develop --path /path/to/your/cnet/checkout cnet@main   (or set `git` below to your site's mirror)
-#   spack install cnet +slurm-plugins ^slurm@22.05.8      (an external Slurm: see README.md here)
+#   spack install cnet +slurm-plugins ^slurm@22.05.8      (or ^slurm@24.11.6; an external Slurm: README.md here)
 
 import os
 
@@ -39,11 +39,13 @@ class Cnet(CMakePackage, CudaPackage):
 
     # job_submit/cnet and gres/rdma are built against Slurm's internal headers and config.h, so they
     # need the source of exactly the Slurm they will be loaded into (its plugin ABI changes with every
-    # release). These are the tarballs (and checksums) of Spack's own slurm package.
+    # release). These are the tarballs (and checksums) of Spack's own slurm package, one entry per Slurm
+    # version cnet's plugins are built for; the releases cnet supports are 22.05 and 24.11 (README).
     _slurm_sources = {
         "22-05-7-1": "2ad7e8a415d54d45977ab64b4e73c891154d2f41a04505fedf6f8d3df385acb1",
         "22-05-8-1": "8c8f6a26a5d51e6c63773f2e02653eb724540ee8b360125c8d7732314ce737d6",
         "22-05-9-1": "c9aaa2362b5bf7a4745c8bf90e8dd2ca50802f1241dd1f5220aec8448c09b514",
+        "24-11-6-1": "282708483326f381eb001a14852a1a82e65e18f37b62b7a5f4936c0ed443b600",
     }
     for _tag, _sha in _slurm_sources.items():
         # 22.05.8 matches both Spack's slurm@22-05-8-1 and an external Slurm reporting 22.05.8
@@ -55,8 +57,9 @@ class Cnet(CMakePackage, CudaPackage):
             destination="slurm-source",
             when=f"+slurm-plugins ^slurm@{_release}",
         )
-    conflicts("+slurm-plugins", when="^slurm@:22.04,22.06:",
-              msg="cnet's controller-side plugins are written for Slurm 22.05; use ~slurm-plugins with other releases")
+    conflicts("+slurm-plugins", when="^slurm@:22.04,22.06:24.10,24.12:",
+              msg="cnet's controller-side plugins are built and tested for Slurm 22.05 and 24.11; use ~slurm-plugins "
+                  "with other releases, or add that release's source above and build it as the README says")
 
     def _slurm_source(self):
         found = find(join_path(self.stage.source_path, "slurm-source"), "configure.ac", recursive=True)
