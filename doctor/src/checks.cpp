@@ -1,6 +1,7 @@
 #include "cnet/doctor/checks.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -26,11 +27,13 @@ const std::map<std::string, std::string> kSeverities = {
     {"swap", "warn"},     {"sysctl", "warn"},   {"memlock", "fail"}, {"limits", "warn"},
     {"nics", "fail"},     {"mtu", "fail"},      {"gres", "fail"},    {"discovery", "fail"},
     {"dns", "warn"},      {"firewall", "fail"},   {"plugins", "fail"},  // a plugin of another release is skipped
+    {"munge", "fail"},    // munged not answering, or its key readable by others: Slurm's authentication
 };
 const std::map<std::string, std::string> kNumbers = {
     {"clock.max_offset_ms", "1000"}, {"net.core.rmem_max", "4194304"}, {"net.core.wmem_max", "4194304"},
     {"fs.file-max", "1000000"},      {"nofile", "65536"},              {"deadline.discovery", "15"},
     {"deadline.dns", "10"},          {"deadline.firewall", "5"},       {"deadline.scontrol", "10"},
+    {"deadline.munge", "5"},
 };
 const std::set<std::string> kLists = {"nics.exclude", "dns.exclude", "gres.exclude", "mtu.nics"};
 
@@ -252,6 +255,35 @@ std::vector<CheckResult> run_checks(const NodeFacts& f, const DoctorConfig& c) {
           "install the cnet-slurm-plugins built for this Slurm, or build cnet against its configured source (README: site admin guide)");
     else if (!f.slurm_version) add("plugins", Status::skip, "the running Slurm's version is not known (no slurmd -V)");
     else add("plugins", Status::pass, std::to_string(f.cnet_plugins.size()) + " cnet plugins built for Slurm " + version_text(*f.slurm_version));
+  }
+
+  // Slurm authenticates every RPC with munge: a node whose munged does not answer, or whose credentials
+  // do not decode, cannot talk to slurmctld; a key others can read lets them forge any user's jobs.
+  if (on("munge") && f.munge.used) {
+    const MungeState& m = f.munge;
+    std::string where = m.socket.empty() ? "munge's default socket" : m.socket;
+    bool problem = false;
+    if (m.probed && !m.encodes) {
+      add("munge", severity(c, "munge"), m.problem + " (" + where + ")",
+          "start munged (systemctl enable --now munge); slurm.conf's AuthInfo=socket= must name its socket");
+      problem = true;
+    } else if (m.probed && !m.decodes) {
+      add("munge", severity(c, "munge"), "a credential made here does not decode here: " + m.problem,
+          "munged's key or clock is off: the same /etc/munge/munge.key on every node (mode 0400, owner munge), time synchronized");
+      problem = true;
+    }
+    if (m.key_exists && (m.key_mode & 077)) {
+      char mode[16];
+      std::snprintf(mode, sizeof mode, "%04o", m.key_mode);
+      add("munge key", severity(c, "munge"), m.key_file + " has mode " + mode + ": users other than its owner can read it",
+          "chmod 0400 " + m.key_file + " (anyone who reads the key can forge credentials for any user)");
+      problem = true;
+    } else if (m.key_exists && m.key_owner != "munge") {
+      add("munge key", Status::warn, m.key_file + " is owned by " + m.key_owner + ", not munge", "chown munge: " + m.key_file);
+      problem = true;
+    }
+    if (!problem && m.probed) add("munge", Status::pass, "credentials encode and decode (" + where + ")");
+    else if (!problem && m.key_exists) add("munge", Status::pass, "key " + m.key_file + " readable by its owner only");
   }
 
   // The kernel's verdict on what matters: the controller's connection to this node's slurmd.

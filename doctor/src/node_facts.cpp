@@ -2,6 +2,7 @@
 
 #include <netdb.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/timex.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -219,6 +220,76 @@ void read_firewall(const GatherOptions& o, NodeFacts& f) {
   else f.firewall_rules = r.output, f.firewall_known = true;
 }
 
+// munge's and unmunge's exit status is munge's error code: the ones a node's setup causes.
+std::string munge_error(int code) {
+  switch (code) {
+    case 6: return "cannot reach munged's socket (exit 6)";
+    case 7: return "munged timed out (exit 7)";
+    case 11: return "the credential's MAC does not verify: another key (exit 11)";
+    case 15: return "the credential expired: clock skew (exit 15)";
+    case 16: return "the credential was made in the future: clock skew (exit 16)";
+    default: return "exit " + std::to_string(code);
+  }
+}
+
+// The owner of a file as /etc/passwd under root names it (no NSS call that could hang on a directory).
+std::string owner_name(const std::string& root, uid_t uid) {
+  std::istringstream passwd(read_text(under(root, "/etc/passwd")));
+  for (std::string line; std::getline(passwd, line);) {
+    auto fields = common::split(line, ':');
+    if (fields.size() > 2 && fields[2] == std::to_string(uid)) return fields[0];
+  }
+  return std::to_string(uid);
+}
+
+// AuthType (auth/munge unless slurm.conf says otherwise) and AuthInfo's socket=; the key's mode and
+// owner under root; on a live node a credential from `munge -n` handed back to `unmunge`.
+void read_munge(const GatherOptions& o, const std::vector<common::ConfigLine>& conf, NodeFacts& f) {
+  MungeState& m = f.munge;
+  for (const auto& l : conf) {
+    if (const std::string* v = l.find("AuthType")) m.used = *v == "auth/munge";
+    if (const std::string* v = l.find("AuthInfo"))
+      for (const auto& item : common::split(*v, ','))
+        if (item.starts_with("socket=")) m.socket = item.substr(7);
+  }
+  if (!m.used) return;
+  struct stat st {};
+  if (::stat(under(o.root, m.key_file).c_str(), &st) == 0) {
+    m.key_exists = true;
+    m.key_mode = st.st_mode & 07777;
+    m.key_owner = owner_name(o.root, st.st_uid);
+  }
+  if (o.root != "/") return;
+  m.probed = true;
+  std::vector<std::string> socket;
+  if (!m.socket.empty()) socket = {"--socket", m.socket};
+  std::vector<std::string> encode = {"munge", "--no-input"};
+  encode.insert(encode.end(), socket.begin(), socket.end());
+  auto made = common::run_command(encode, o.deadlines.munge, {}, 64 << 10);
+  if (!made.ok()) {
+    m.problem = made.timed_out ? "munge -n did not answer within " + std::to_string(o.deadlines.munge.count()) + " s"
+                : !made.started ? "munge is not installed"
+                                : "munge -n: " + munge_error(made.exit_code);
+    return;
+  }
+  m.encodes = true;
+  char path[] = "/tmp/cnet-doctor-munge-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0 || ::write(fd, made.output.data(), made.output.size()) != static_cast<ssize_t>(made.output.size())) {
+    if (fd >= 0) ::close(fd), ::unlink(path);
+    m.problem = "cannot write a scratch file in /tmp to hand the credential to unmunge";
+    return;
+  }
+  ::close(fd);
+  std::vector<std::string> decode = {"unmunge", "--input", path};
+  decode.insert(decode.end(), socket.begin(), socket.end());
+  auto back = common::run_command(decode, o.deadlines.munge, {}, 64 << 10);
+  ::unlink(path);
+  if (back.ok()) m.decodes = true;
+  else m.problem = back.timed_out ? "unmunge did not answer within " + std::to_string(o.deadlines.munge.count()) + " s"
+                                  : "unmunge: " + munge_error(back.exit_code);
+}
+
 // The cnet plugins this node's Slurm would load: gres_rdma.so and job_submit_cnet.so from PluginDir,
 // cnet.so from plugstack.conf (absolute, or relative to PluginDir).
 void find_cnet_plugins(const GatherOptions& o, const std::vector<common::ConfigLine>& conf, const fs::path& conf_path, NodeFacts& f) {
@@ -344,6 +415,8 @@ NodeFacts gather_facts(const GatherOptions& o) {
     for (const auto& path : hosts_of(*file)) f.gres_devices.push_back({*name, path, fs::exists(under(o.root, path))});
   }
   read_firewall(o, f);
+  f.munge.used = !conf_text.empty();  // no slurm.conf: not a Slurm node, nothing to authenticate to
+  read_munge(o, lines, f);
   find_cnet_plugins(o, lines, conf, f);
   if (!f.cnet_plugins.empty()) f.slurm_version = running_slurm_version(o);
   return f;

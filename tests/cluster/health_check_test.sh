@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cnet-doctor as slurm.conf's HealthCheckProgram on the minicluster: a node failing a check (here a
-# firewall rule dropping slurmd's port, given to it as iptables-save output) is drained with the reason,
+# firewall rule dropping slurmd's port, given to it as iptables-save output; munged out of reach, by hand)
+# is drained with the reason,
 # jobs go to the other node, and once healthy the node is resumed by cnet-doctor, which drained it.
 source "$(dirname "$0")/lib.sh"
 eval "$("$CNET_MINICLUSTER" env)"
@@ -34,6 +35,14 @@ rc=0
 out=$("$CNET_BIN/cnet-doctor" --config "$work/doctor.conf" --slurm-conf "$conf" --firewall-rules "$work/rules.cn1" --node cn1) || rc=$?
 expect_eq "$rc" 1 "cnet-doctor's exit code for a failing check"
 grep -q "^fail  firewall .*blocks Slurm port $port" <<<"$out" || fail "firewall finding: $out"
+# munge as Slurm uses it: the cluster's munged (AuthInfo socket=) makes a credential that decodes again;
+# a slurm.conf naming a socket nobody listens on is a node that cannot authenticate.
+grep -q "^pass  munge .*credentials encode and decode ($CNET_MINICLUSTER_DIR/munge/munge.socket)" <<<"$out" || fail "munge finding: $out"
+sed "s|^AuthInfo=socket=[^,]*|AuthInfo=socket=$work/no-munged.socket|" "$conf" >"$work/slurm.conf.nomunge"
+rc=0
+out=$("$CNET_BIN/cnet-doctor" --config "$work/doctor.conf" --slurm-conf "$work/slurm.conf.nomunge" --firewall-rules /dev/null --node cn2) || rc=$?
+expect_eq "$rc" 1 "cnet-doctor's exit code without munged"
+grep -q "^fail  munge .*munge -n: cannot reach munged's socket (exit 6) ($work/no-munged.socket)" <<<"$out" || fail "no munged: $out"
 
 printf 'HealthCheckProgram=%s\nHealthCheckInterval=2\n' "$work/health-check" >>"$conf"
 scontrol reconfigure

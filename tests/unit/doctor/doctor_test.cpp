@@ -263,3 +263,48 @@ TEST(Doctor, PrometheusVerdicts) {
   EXPECT_NE(text.find("cnet_doctor_failed_checks{node=\"cn1\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("cnet_doctor_last_run_timestamp_seconds{node=\"cn1\"} 1700000000\n"), std::string::npos);
 }
+
+// Slurm's authentication: AuthInfo's socket is where munged is asked, and a key others can read (or
+// one munged's user does not own) is named with the fix. Live probes (munge -n | unmunge) are the
+// cluster tests' (health_check_test.sh): a fake root only has files.
+TEST(Doctor, MungeKeyAndSocket) {
+  FakeNode node;
+  node.dir.write("etc/slurm/slurm.conf", "ClusterName=c\nAuthType=auth/munge\nAuthInfo=cred_expire=10,socket=/run/site/munge.sock\n");
+  node.dir.write("etc/munge/munge.key", std::string(1024, 'k'));
+  // the key is the test's own file: its owner is the user running the test, named munge here
+  node.dir.write("etc/passwd", "munge:x:" + std::to_string(getuid()) + ":110::/nonexistent:/usr/sbin/nologin\n");
+  chmod((node.dir.path() / "etc/munge/munge.key").c_str(), 0644);
+  NodeFacts f = gather_facts(node.options());
+  EXPECT_TRUE(f.munge.used);
+  EXPECT_EQ(f.munge.socket, "/run/site/munge.sock");
+  EXPECT_FALSE(f.munge.probed) << "no live probe under a fake root";
+  EXPECT_EQ(f.munge.key_owner, "munge");
+  auto r = run_checks(f, DoctorConfig::defaults());
+  ASSERT_TRUE(find(r, "munge key"));
+  EXPECT_EQ(find(r, "munge key")->status, Status::fail);
+  EXPECT_NE(find(r, "munge key")->seen.find("has mode 0644: users other than its owner can read it"), std::string::npos);
+  EXPECT_NE(find(r, "munge key")->fix.find("chmod 0400 /etc/munge/munge.key"), std::string::npos);
+
+  chmod((node.dir.path() / "etc/munge/munge.key").c_str(), 0400);
+  r = run_checks(gather_facts(node.options()), DoctorConfig::defaults());
+  EXPECT_FALSE(find(r, "munge key"));
+  EXPECT_EQ(find(r, "munge")->status, Status::pass);
+
+  node.dir.write("etc/passwd", "nobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n");
+  f = gather_facts(node.options());
+  r = run_checks(f, DoctorConfig::defaults());
+  EXPECT_EQ(find(r, "munge key")->status, Status::warn) << "owned by " << f.munge.key_owner;
+
+  // What a live probe found, as the checks judge it.
+  f.munge.probed = true;
+  f.munge.problem = "munge -n: cannot reach munged's socket (exit 6)";
+  r = run_checks(f, DoctorConfig::defaults());
+  EXPECT_EQ(find(r, "munge")->status, Status::fail);
+  EXPECT_NE(find(r, "munge")->seen.find("cannot reach munged's socket (exit 6) (/run/site/munge.sock)"), std::string::npos);
+  EXPECT_EQ(find(run_checks(f, DoctorConfig::parse("munge = warn\n", "t")), "munge")->status, Status::warn);
+
+  node.dir.write("etc/slurm/slurm.conf", "ClusterName=c\nAuthType=auth/slurm\n");
+  r = run_checks(gather_facts(node.options()), DoctorConfig::defaults());
+  EXPECT_FALSE(find(r, "munge")) << "a cluster that authenticates otherwise";
+  EXPECT_FALSE(find(r, "munge key"));
+}

@@ -3,11 +3,12 @@
 // fault of this node that a job on it would hit fails (and drains under --health-check); a condition
 // many nodes share at once warns. A site tunes them in doctor.conf (KEY = VALUE lines,
 // contrib/slurm/doctor.conf lists every key with its default):
-//   severities  clock clock.unsync swap sysctl memlock limits nics mtu gres discovery dns firewall = fail|warn|off
+//   severities  clock clock.unsync swap sysctl memlock limits nics mtu gres discovery dns firewall plugins munge
+//               = fail|warn|off
 //   thresholds  clock.max_offset_ms net.core.rmem_max net.core.wmem_max fs.file-max nofile (0: off)
 //   exclusions  nics.exclude = mlx5_1,eth0   dns.exclude = cloud[1-64]   gres.exclude = /dev/nvidia7
 //   fabric      mtu.nics = ib0,eth2 (the NICs jobs use, whose MTUs must agree; default the RDMA NICs)
-//   deadlines   deadline.discovery deadline.dns deadline.firewall deadline.scontrol (seconds)
+//   deadlines   deadline.discovery deadline.dns deadline.firewall deadline.scontrol deadline.munge (seconds)
 
 #include <chrono>
 #include <map>
@@ -38,7 +39,7 @@ struct DoctorConfig {
   static DoctorConfig parse(const std::string& text, const std::string& source);
   std::string get(const std::string& key) const;
   const std::vector<std::string>& list(const std::string& key) const;
-  std::chrono::seconds deadline(const std::string& what) const;  // "discovery", "dns", "firewall", "scontrol"
+  std::chrono::seconds deadline(const std::string& what) const;  // "discovery", "dns", "firewall", "scontrol", "munge"
 };
 
 std::vector<CheckResult> run_checks(const NodeFacts& facts, const DoctorConfig& config);

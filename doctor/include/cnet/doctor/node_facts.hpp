@@ -36,6 +36,21 @@ struct PluginFile {
   bool spank = false;
 };
 
+// Slurm's authentication on this node (AuthType=auth/munge, the default): munged must answer, a
+// credential it makes must decode again, and its key must be readable by its owner alone.
+struct MungeState {
+  bool used = true;             // false: slurm.conf names another AuthType
+  std::string socket;           // AuthInfo's socket=, "" for munge's own default
+  bool probed = false;          // munge -n and unmunge were run (a live node, not a fake root)
+  bool encodes = false;         // munge -n made a credential
+  bool decodes = false;         // unmunge took it back
+  std::string problem;          // which step failed, and how
+  std::string key_file = "/etc/munge/munge.key";
+  bool key_exists = false;
+  unsigned key_mode = 0;        // permission bits
+  std::string key_owner;        // user name, or uid when it has none
+};
+
 struct NodeFacts {
   std::string hostname;
   ClockState clock;
@@ -60,10 +75,11 @@ struct NodeFacts {
   std::vector<std::string> job_fabric;          // NICs jobs use from UCX_NET_DEVICES/NCCL_SOCKET_IFNAME, if set
   std::optional<std::uint32_t> slurm_version;   // the running Slurm's (slurmd -V), 0x160508 for 22.05.8
   std::vector<PluginFile> cnet_plugins;         // cnet.so (plugstack.conf), job_submit_cnet.so, gres_rdma.so (PluginDir)
+  MungeState munge;
 };
 
 struct Deadlines {
-  std::chrono::seconds discovery{15}, dns{10}, firewall{5};
+  std::chrono::seconds discovery{15}, dns{10}, firewall{5}, munge{5};
 };
 
 struct GatherOptions {
