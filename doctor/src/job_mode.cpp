@@ -24,14 +24,14 @@ const transport::PerfReport* baseline_for(const std::vector<transport::PerfRepor
 }  // namespace
 
 std::string to_json(const NodeReport& r) {
-  return json{{"host", r.host}, {"status", r.status}, {"failing", r.failing}, {"settings", r.settings}}.dump();
+  return json{{"host", r.host}, {"status", r.status}, {"failing", r.failing}, {"settings", r.settings}, {"munge", r.munge_credential}}.dump();
 }
 
 NodeReport node_report_from_json(const std::string& text) {
   try {
     json j = json::parse(text);
     return {j.at("host"), j.at("status"), j.at("failing").get<std::vector<std::string>>(),
-            j.at("settings").get<std::map<std::string, std::string>>()};
+            j.at("settings").get<std::map<std::string, std::string>>(), j.value("munge", "")};
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("a node sent a damaged report: ") + e.what());
   }
@@ -74,11 +74,12 @@ int run_job_mode(const DoctorConfig& config, const GatherOptions& gather, const 
     baseline = transport::baseline_from_json(common::read_file(o.compare_baseline, 16u << 20));
   GatherOptions g = gather;
   if (g.hostname.empty()) g.hostname = me.hostname;
-  std::string mine;
+  std::string mine, munge_socket;
   if (me.local_rank == 0) {  // one report per node
     auto facts = gather_facts(g);
     auto results = run_checks(facts, config);
-    NodeReport report{facts.hostname, to_string(worst(results)), {}, {}};
+    NodeReport report{facts.hostname, to_string(worst(results)), {}, {}, facts.munge.credential};
+    munge_socket = facts.munge.socket;
     for (const auto& r : results)
       if (r.status == Status::fail) report.failing.push_back(r.check + ": " + r.seen);
     json flat = json::parse(snapshot_json(facts)).flatten();
@@ -107,6 +108,14 @@ int run_job_mode(const DoctorConfig& config, const GatherOptions& gather, const 
   for (const auto& t : texts)
     if (!t.empty()) nodes.push_back(node_report_from_json(t));
   auto rows = job_table(nodes, pairs, o.compare_baseline.empty() ? nullptr : &baseline, o.tolerance);
+  // slurmctld decodes what every node's munged makes: here, rank 0's node stands in for it.
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].munge_credential.empty() || nodes[i].host == me.hostname) continue;
+    std::string problem = unmunge_problem(nodes[i].munge_credential, munge_socket, config.deadline("munge"));
+    if (!problem.empty())
+      rows[i].problems.push_back("munge: a credential made here does not decode on " + me.hostname + " (" + problem +
+                                 "): every node needs the same /etc/munge/munge.key");
+  }
   int bad = 0;
   json out = json::array();
   if (!o.json) std::printf("%-14s %-5s %10s %10s  %s\n", "node", "check", "GB/s", "p99(us)", "problems");

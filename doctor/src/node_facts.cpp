@@ -273,21 +273,11 @@ void read_munge(const GatherOptions& o, const std::vector<common::ConfigLine>& c
     return;
   }
   m.encodes = true;
-  char path[] = "/tmp/cnet-doctor-munge-XXXXXX";
-  int fd = mkstemp(path);
-  if (fd < 0 || ::write(fd, made.output.data(), made.output.size()) != static_cast<ssize_t>(made.output.size())) {
-    if (fd >= 0) ::close(fd), ::unlink(path);
-    m.problem = "cannot write a scratch file in /tmp to hand the credential to unmunge";
-    return;
-  }
-  ::close(fd);
-  std::vector<std::string> decode = {"unmunge", "--input", path};
-  decode.insert(decode.end(), socket.begin(), socket.end());
-  auto back = common::run_command(decode, o.deadlines.munge, {}, 64 << 10);
-  ::unlink(path);
-  if (back.ok()) m.decodes = true;
-  else m.problem = back.timed_out ? "unmunge did not answer within " + std::to_string(o.deadlines.munge.count()) + " s"
-                                  : "unmunge: " + munge_error(back.exit_code);
+  m.problem = unmunge_problem(made.output, m.socket, o.deadlines.munge);
+  m.decodes = m.problem.empty();
+  // A second one for other nodes to decode: munged refuses a credential it has already decoded (a replay),
+  // and the nodes of a test cluster share one munged.
+  if (auto other = common::run_command(encode, o.deadlines.munge, {}, 64 << 10); other.ok()) m.credential = common::trim(other.output);
 }
 
 // The cnet plugins this node's Slurm would load: gres_rdma.so and job_submit_cnet.so from PluginDir,
@@ -345,6 +335,23 @@ std::vector<std::string> job_fabric_from_environment() {
 }
 
 }  // namespace
+
+std::string unmunge_problem(const std::string& credential, const std::string& socket, std::chrono::seconds deadline) {
+  char path[] = "/tmp/cnet-doctor-munge-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0 || ::write(fd, credential.data(), credential.size()) != static_cast<ssize_t>(credential.size())) {
+    if (fd >= 0) ::close(fd), ::unlink(path);
+    return "cannot write a scratch file in /tmp to hand the credential to unmunge";
+  }
+  ::close(fd);
+  std::vector<std::string> decode = {"unmunge", "--input", path};
+  if (!socket.empty()) decode.insert(decode.end(), {"--socket", socket});
+  auto back = common::run_command(decode, deadline, {}, 64 << 10);
+  ::unlink(path);
+  if (back.ok()) return "";
+  if (back.timed_out) return "unmunge did not answer within " + std::to_string(deadline.count()) + " s";
+  return back.started ? "unmunge: " + munge_error(back.exit_code) : "unmunge is not installed";
+}
 
 NodeFacts gather_facts(const GatherOptions& o) {
   NodeFacts f;

@@ -5,9 +5,12 @@ source "$(dirname "$0")/lib.sh"
 work=$CNET_BUILD_DIR/test-work/doctor-job
 rm -rf "$work" && mkdir -p "$work"
 printf 'clock = off\nnics = off\nswap = off\nmemlock = off\n' >"$work/doctor.conf"
+# Each node's firewall rules from rules.<node>, and its slurm.conf from slurm.conf.<node> when there is one.
 doctor_job() {
   on_cluster srun --mpi=pmix --cnet-bind=none -N2 --ntasks-per-node=2 bash -c \
-    'exec "$0" --job --config "$1" --firewall-rules "$2.$(hostname)" "${@:3}"' "$CNET_BIN/cnet-doctor" "$work/doctor.conf" "$work/rules" "$@"
+    'conf=(); [[ ! -f $2/slurm.conf.$(hostname) ]] || conf=(--slurm-conf "$2/slurm.conf.$(hostname)")
+     exec "$0" --job --config "$1" --firewall-rules "$2/rules.$(hostname)" "${conf[@]}" "${@:3}"' \
+    "$CNET_BIN/cnet-doctor" "$work/doctor.conf" "$work" "$@"
 }
 
 out=$(doctor_job --save-baseline "$work/baseline.json") || fail "a healthy job: $out"
@@ -32,4 +35,20 @@ rc=0
 out=$(doctor_job --compare-baseline "$work/fast.json") || rc=$?
 expect_eq "$rc" 1 "exit code when a link is slower than its baseline"
 grep -q "^cn2 .*link to rank 0: 1 MiB: bandwidth .* GB/s vs .* GB/s in the baseline" <<<"$out" || fail "the slow link is not named: $out"
+
+# cn2's munged with a key of its own: its credentials decode there but not on cn1 (nor on slurmctld).
+munge2=$work/munge2
+mkdir -p "$munge2" && chmod 700 "$munge2"
+dd if=/dev/urandom of="$munge2/key" bs=1024 count=1 status=none && chmod 400 "$munge2/key"
+munged -F --force --socket="$munge2/socket" --key-file="$munge2/key" --pid-file="$munge2/pid" --seed-file="$munge2/seed" \
+  --log-file="$munge2/log" </dev/null >/dev/null 2>&1 &
+munged2=$!
+trap 'kill "$munged2" 2>/dev/null || true' EXIT
+for ((i = 0; i < 50; i++)); do [[ -S $munge2/socket ]] && break; sleep 0.1; done
+sed "s|^AuthInfo=socket=[^,]*|AuthInfo=socket=$munge2/socket|" "$CNET_MINICLUSTER_DIR/etc/slurm.conf" >"$work/slurm.conf.cn2"
+rc=0
+out=$(doctor_job) || rc=$?
+expect_eq "$rc" 1 "exit code when a node's munge key differs"
+grep -q "^cn2 .*munge: a credential made here does not decode on cn1 (unmunge: " <<<"$out" || fail "the other key is not named: $out"
+grep -q "^cn1 .*munge" <<<"$out" && fail "cn1's own credential was flagged: $out"
 echo ok

@@ -2,7 +2,8 @@
 // cnet-doctor --job: every node of a job step runs its checks, the results meet over PMIx, rank 0 runs
 // the link test (transport/link_test.hpp, its quick form) against the first rank of every other node,
 // and prints one table: each node's verdict, the settings where it differs from most nodes, and the
-// pair test's bandwidth and P99 latency, optionally against a saved baseline (perf_report.hpp).
+// pair test's bandwidth and P99 latency, optionally against a saved baseline (perf_report.hpp). Each node's
+// munge credential is decoded on rank 0's node: one that does not decode there has another munge key.
 
 #include <map>
 #include <string>
@@ -24,6 +25,7 @@ struct NodeReport {
   std::string host, status;
   std::vector<std::string> failing;              // "check: value seen"
   std::map<std::string, std::string> settings;   // snapshot, flattened: "/sysctl/net.core.rmem_max" -> "\"212992\""
+  std::string munge_credential;                  // made there, decoded on rank 0's node ("" none)
 };
 std::string to_json(const NodeReport& report);
 NodeReport node_report_from_json(const std::string& text);  // throws std::runtime_error

@@ -45,6 +45,7 @@ struct MungeState {
   bool encodes = false;         // munge -n made a credential
   bool decodes = false;         // unmunge took it back
   std::string problem;          // which step failed, and how
+  std::string credential;       // what munge -n made: --job hands it to rank 0's node to decode there
   std::string key_file = "/etc/munge/munge.key";
   bool key_exists = false;
   unsigned key_mode = 0;        // permission bits
@@ -94,6 +95,10 @@ struct GatherOptions {
 };
 
 NodeFacts gather_facts(const GatherOptions& options);
+
+// Hands a munge credential to this node's munged (`socket`, "" for munge's default) to decode: "" when
+// it decodes, else what went wrong (another node's credential that fails here: their keys differ).
+std::string unmunge_problem(const std::string& credential, const std::string& socket, std::chrono::seconds deadline);
 
 // Snapshots: the facts that should match across a cluster's nodes (not hostname, addresses, clock).
 std::string snapshot_json(const NodeFacts& facts);
