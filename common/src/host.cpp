@@ -1,5 +1,9 @@
 #include "cnet/common/host.hpp"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 namespace cnet::common {
@@ -16,5 +20,22 @@ std::string short_name(const std::string& host) {
 }
 
 std::string short_hostname() { return short_name(hostname()); }
+
+std::string interface_address(const std::string& iface) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return iface.empty() ? "127.0.0.1" : "";
+  std::string found;
+  for (ifaddrs* a = list; a && found.empty(); a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET || !(a->ifa_flags & IFF_UP)) continue;
+    bool loopback = a->ifa_flags & IFF_LOOPBACK;
+    if (iface.empty() ? loopback : iface != a->ifa_name) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, text, sizeof text);
+    found = text;
+  }
+  freeifaddrs(list);
+  if (found.empty() && iface.empty()) found = "127.0.0.1";
+  return found;
+}
 
 }  // namespace cnet::common

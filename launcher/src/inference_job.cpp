@@ -375,7 +375,7 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
 
   std::optional<UcxChannel> channel;
   try {
-    channel.emplace(boot, transport::UcxOptions{o.detect_peer_failure, std::chrono::milliseconds(o.timeout)});
+    channel.emplace(boot, transport::UcxOptions{o.detect_peer_failure, std::chrono::milliseconds(o.timeout), {}});
   } catch (const std::exception& e) {
     return fail(kStageFailure, std::string("cannot set up the data path: ") + e.what());
   }

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "cnet/common/files.hpp"
+#include "cnet/common/host.hpp"
 #include "cnet/common/text.hpp"
 #include "cnet/common/version.hpp"
 #include "cnet/launcher/launch_plan.hpp"
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
     std::string master;
     if (request.placement.rank == 0) {
       std::string addr = master_addr;
-      if (addr.empty()) addr = launcher::interface_address(master_iface);
+      if (addr.empty()) addr = common::interface_address(master_iface);
       if (addr.empty()) throw std::runtime_error("interface '" + master_iface + "' has no IPv4 address on " + request.placement.hostname);
       port_fd = launcher::reserve_port(addr, master_port);
       master = addr + " " + std::to_string(master_port);

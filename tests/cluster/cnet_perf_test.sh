@@ -37,4 +37,8 @@ grep -q '#wrong' <<<"$out" && grep -Eq '^ +64 +16 .* 0$' <<<"$out" || fail "allr
 rc=0
 "$CNET_BIN/cnet-perf" p2p --tolerance 2 >/dev/null 2>&1 || rc=$?
 expect_eq "$rc" 2 "exit code for a bad --tolerance"
+
+# --nic under srun: every rank measures over that interface, and the header says which.
+out=$(perf "$CNET_BIN/cnet-perf" p2p --nic lo --max-size 4096 --iters 20) || fail "p2p --nic lo: $out"
+grep -q "^# cnet-perf p2p: 2 ranks on cn1,cn2 (transports .*, nic lo)" <<<"$out" || fail "the header does not name the NIC: $out"
 echo ok

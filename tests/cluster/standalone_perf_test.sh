@@ -2,7 +2,8 @@
 # cnet-perf -s / -c between two processes by hand (TCP bootstrap on loopback): the server listens on
 # loopback unless told otherwise; garbage, a peer with the wrong key and a peer trickling bytes are each
 # turned away within the introduction deadline, reported with their text escaped, and the server goes
-# on waiting; then a client with the key is served and both sides print the same numbers.
+# on waiting; then a client with the key is served and both sides print the same numbers. --nic picks the
+# interface (listening address and UCX device) and is named in the header.
 set -euo pipefail
 : "${CNET_BIN:?run through ctest}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -56,4 +57,17 @@ rc=0
 rc=0
 env -u CNET_PERF_KEY "$CNET_BIN/cnet-perf" -c --server-ip 127.0.0.1 --port $port 2>/dev/null || rc=$?
 [[ $rc == 2 ]] || fail "-c without a key gave $rc"
+
+# --nic: the server listens on that interface's address, both sides measure over it and say so; a NIC
+# this host does not have is refused with the ones it has.
+"$CNET_BIN/cnet-perf" -s --nic lo --port $port --key-file "$keyfile" --max-size 4096 --iters 20 --wait 60 >"$log" 2>&1 &
+server=$!
+for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
+out=$("$CNET_BIN/cnet-perf" -c --nic lo --server-ip 127.0.0.1 --port $port --key-file "$keyfile" --max-size 4096 --iters 20 --wait 10)
+wait $server || fail "the --nic server failed: $(cat "$log")"
+grep -q "^# cnet-perf p2p: .*, nic lo)" "$log" || fail "the header does not name the NIC: $(head -n 3 "$log")"
+[[ $(grep -cE "$rows" <<<"$out") == 5 ]] || fail "the --nic client did not print 5 sizes"
+rc=0
+err=$("$CNET_BIN/cnet-perf" -s --nic no-such-nic0 --port $port 2>&1) || rc=$?
+[[ $rc == 2 && $err == *"--nic no-such-nic0: no such network interface here (this host has: "*"lo"* ]] || fail "an unknown NIC: rc $rc, $err"
 echo ok

@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   try {
     if (mode == "peer-dies") {
-      UcxChannel ch(*boot, UcxOptions{true, std::chrono::seconds(30)});
+      UcxChannel ch(*boot, UcxOptions{true, std::chrono::seconds(30), {}});
       std::vector<std::byte> buf(1 << 20);
       start = std::chrono::steady_clock::now();
       for (int i = 0; i < 100000; ++i) {

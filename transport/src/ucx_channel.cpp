@@ -44,6 +44,12 @@ UcxChannel::UcxChannel(Bootstrap& bootstrap, UcxOptions options)
   // job that must fail within 10 s. Site or user settings win.
   if (options_.detect_peer_failure && !std::getenv("UCX_KEEPALIVE_INTERVAL"))
     ucp_config_modify(config, "KEEPALIVE_INTERVAL", "2s");
+  if (!options_.net_devices.empty()) {
+    if (ucs_status_t s = ucp_config_modify(config, "NET_DEVICES", options_.net_devices.c_str()); s != UCS_OK) {
+      ucp_config_release(config);
+      check(s, "UCX_NET_DEVICES=" + options_.net_devices);
+    }
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
   params.features = UCP_FEATURE_TAG;

@@ -8,15 +8,19 @@
 // 2 bad arguments, 3 transport failure.
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
+#include <regex>
 #include <set>
 #include <vector>
 
 #include "cnet/common/files.hpp"
+#include "cnet/common/host.hpp"
 #include "cnet/common/text.hpp"
 #include "cnet/common/version.hpp"
 #include "cnet/transport/bootstrap.hpp"
@@ -97,6 +101,24 @@ std::string distinct_hosts(const std::vector<std::string>& hosts) {
   return cnet::common::join(out, ",");
 }
 
+// --nic: a network interface ("eth0") or an RDMA port ("mlx5_0:1") of this host, as UCX_NET_DEVICES
+// names them. Refused with what the host has when it has no such device.
+void check_nic(const std::string& nic) {
+  static const std::regex name("[A-Za-z0-9_.-]{1,32}(:[0-9]{1,3})?");
+  if (!std::regex_match(nic, name)) throw po::error("--nic '" + cnet::common::printable(nic, 40) + "' is not an interface name like eth0 or mlx5_0:1");
+  auto colon = nic.find(':');
+  std::filesystem::path where = colon == std::string::npos ? std::filesystem::path("/sys/class/net") / nic
+                                                           : std::filesystem::path("/sys/class/infiniband") / nic.substr(0, colon) / "ports" / nic.substr(colon + 1);
+  std::error_code ec;
+  if (std::filesystem::exists(where, ec)) return;
+  std::vector<std::string> have;
+  for (const auto& e : std::filesystem::directory_iterator("/sys/class/net", ec)) have.push_back(e.path().filename().string());
+  for (const auto& e : std::filesystem::directory_iterator("/sys/class/infiniband", ec)) have.push_back(e.path().filename().string() + ":1");
+  std::sort(have.begin(), have.end());
+  throw po::error("--nic " + nic + ": no such " + (colon == std::string::npos ? "network interface" : "RDMA port") + " here (this host has: " +
+                  cnet::common::join(have, ", ") + ")");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -109,7 +131,7 @@ int main(int argc, char** argv) {
   std::string prometheus;
   unsigned local = 0, wait_s = 300;
   std::uint16_t port = 18515;
-  std::string server_ip, bind_address = "127.0.0.1", key_file;
+  std::string server_ip, bind_address = "127.0.0.1", key_file, nic;
   po::options_description opts("cnet-perf p2p|allreduce [options]   (under srun --mpi=pmix)");
   opts.add_options()("help,h", "show this help")("version", "print the version")
       ("min-size", po::value(&s.min_size)->default_value(s.min_size), "smallest message in bytes")
@@ -123,6 +145,7 @@ int main(int argc, char** argv) {
       ("server-ip", po::value(&server_ip), "with -c: the server's address")
       ("port", po::value(&port)->default_value(port), "standalone TCP port")
       ("bind", po::value(&bind_address)->default_value(bind_address), "with -s: the address to listen on (0.0.0.0: every interface)")
+      ("nic", po::value(&nic), "measure over this interface or RDMA port (eth0, mlx5_0:1): UCX_NET_DEVICES, and with -s the address to listen on")
       ("key-file", po::value(&key_file), "standalone: the shared key both sides prove they know (else $CNET_PERF_KEY; -s makes one up and prints it)")
       ("wait", po::value(&wait_s)->default_value(wait_s), "standalone: seconds to wait for the other side")
       ("peer-failure", po::value(&peer_failure)->default_value(peer_failure),
@@ -161,6 +184,14 @@ int main(int argc, char** argv) {
     if (tolerance <= 0 || tolerance >= 1) throw po::error("--tolerance must be between 0 and 1");
     s.link.sizes = LinkTestOptions::size_ladder(s.min_size, s.max_size);
     if (!prometheus.empty()) cnet::common::check_textfile_path(prometheus);
+    if (!nic.empty()) {
+      check_nic(nic);
+      if (standalone == 's' && vm["bind"].defaulted()) {
+        if (nic.find(':') != std::string::npos) throw po::error("-s listens on an IP interface: give --bind ADDRESS with an RDMA --nic");
+        bind_address = cnet::common::interface_address(nic);
+        if (bind_address.empty()) throw po::error("--nic " + nic + " has no IPv4 address to listen on (is it up?); give --bind ADDRESS");
+      }
+    }
   } catch (const std::exception& e) {
     std::cerr << "cnet-perf: " << e.what() << "\n" << opts;
     return 2;
@@ -210,7 +241,10 @@ int main(int argc, char** argv) {
     } else {
       boot = PmixBootstrap::connect();
     }
-    UcxChannel ch(*boot, UcxOptions{peer_failure == "on"});
+    UcxOptions ucx;
+    ucx.detect_peer_failure = peer_failure == "on";
+    ucx.net_devices = nic;
+    UcxChannel ch(*boot, ucx);
     Collectives coll(ch);
     if (mode == "p2p" && ch.size() < 2) throw std::runtime_error("p2p needs two ranks: srun -N2 --ntasks-per-node=1");
     std::vector<std::string> hosts;
@@ -218,8 +252,8 @@ int main(int argc, char** argv) {
     std::string transports = ch.size() > 1 ? ch.transports_to(ch.rank() == 0 ? 1 : 0) : "self";
     bool lead = ch.rank() == 0;
     auto banner = [&](unsigned ranks) {
-      std::printf("# cnet-perf %s: %u ranks on %s (transports %s)\n%s", mode.c_str(), ranks, distinct_hosts(hosts).c_str(),
-                  transports.c_str(), table_header(mode).c_str());
+      std::printf("# cnet-perf %s: %u ranks on %s (transports %s%s)\n%s", mode.c_str(), ranks, distinct_hosts(hosts).c_str(),
+                  transports.c_str(), nic.empty() ? "" : (", nic " + nic).c_str(), table_header(mode).c_str());
       std::fflush(stdout);
     };
     auto print = [&](const PerfRow& row) {

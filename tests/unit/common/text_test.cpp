@@ -50,3 +50,9 @@ TEST(Host, Names) {
   EXPECT_EQ(short_name("cn1"), "cn1");
   EXPECT_EQ(short_name("10.1.2.3"), "10.1.2.3") << "an address is not a name to shorten";
 }
+
+TEST(Host, InterfaceAddresses) {
+  EXPECT_EQ(interface_address("lo"), "127.0.0.1");
+  EXPECT_EQ(interface_address("no-such-if0"), "");
+  EXPECT_FALSE(interface_address("").empty());
+}

@@ -53,8 +53,4 @@ LaunchPlan plan_launch(const LaunchRequest& request, const topology::NodeTopolog
 // one and returns it there. Returns the descriptor to close before exec; throws std::runtime_error.
 int reserve_port(const std::string& address, unsigned& port);
 
-// The IPv4 address of a network interface ("" if it has none); the first up, non-loopback interface's
-// when `iface` is empty, else 127.0.0.1.
-std::string interface_address(const std::string& iface);
-
 }  // namespace cnet::launcher

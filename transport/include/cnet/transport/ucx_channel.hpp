@@ -38,6 +38,9 @@ struct UcxOptions {
   bool detect_peer_failure = true;
   // How long one wait may take before it is reported as a stall naming the peer.
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+  // The devices UCX may use ("eth0", "mlx5_0:1", comma-separated), as UCX_NET_DEVICES; "": the
+  // environment's, else UCX's own choice.
+  std::string net_devices;
 };
 
 class UcxChannel {
