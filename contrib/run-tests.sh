@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The README's test command: build, run every test, then build again in the other build types and run
-# the unit tests there: Release (what packagers build) and Debug under AddressSanitizer +
-# UndefinedBehaviorSanitizer (bad-input tests must not crash or leak). The project's own builds treat
-# warnings as errors; a default or packaging build never does.
+# The README's test command: build, run every test (against Debian's Slurm 22.05), then the same against
+# every other supported Slurm release, built from source into /opt/slurm-<release> when it is not there
+# yet (contrib/slurm-build.sh, in the background while the first tests run): cnet built against it, the
+# unit tests and the whole cluster suite (label cluster-<release>) on a minicluster running that Slurm.
+# Then build again in the other build types and run the unit tests there: Release (what packagers build)
+# and Debug under AddressSanitizer + UndefinedBehaviorSanitizer (bad-input tests must not crash or leak).
+# The project's own builds treat warnings as errors; a default or packaging build never does.
 # Unit tests need nothing; cluster tests start and stop their own minicluster (as root).
 # Then every parser a user or admin feeds is fuzzed for a bounded time (contrib/fuzz.sh).
-# Then the same against every other supported Slurm release, built from source into /opt/slurm-<release>
-# when it is not there yet (contrib/slurm-build.sh): cnet built against it, the unit tests and the whole
-# cluster suite (label cluster-<release>) on a minicluster running that Slurm.
 # Extra arguments go to the first ctest, e.g. -L unit. CNET_SKIP_SANITIZE=1 / CNET_SKIP_RELEASE=1 /
 # CNET_SKIP_FUZZ=1 / CNET_SKIP_SLURM_RELEASES=1 skip those passes; CNET_SLURM_RELEASES lists the other
 # releases (default 24.11); CNET_FUZZ_SECONDS sets the time per fuzz target (default 30).
@@ -19,15 +19,32 @@ stamp() { echo "== $1 ($(((SECONDS - started) / 60)) min so far)"; }
 
 stamp "default build (RelWithDebInfo), every test"
 CNET_BUILD_DIR=$build "$repo/contrib/build.sh" -DCNET_WARNINGS_AS_ERRORS=ON
+
+# The other releases' Slurm is compiled (when not yet installed) while the default tests run: they leave
+# the CPUs mostly idle, and nice keeps the compiler out of their way. The source is fetched and
+# configured first, in the foreground, so no apt call runs beside the package test's apt-get install.
+releases=()
+[[ ${CNET_SKIP_SLURM_RELEASES:-0} == 1 ]] || read -r -a releases <<<"${CNET_SLURM_RELEASES:-24.11}"
+declare -A slurm_build_pid
+trap 'for p in "${slurm_build_pid[@]}"; do kill -- "-$p" 2>/dev/null || true; done' EXIT  # make and its compilers too
+for release in "${releases[@]}"; do
+  prefix=${CNET_SLURM_PREFIX:-/opt/slurm-$release}
+  "$repo/contrib/slurm-source.sh" --version "$release" --prefix "$prefix" "$repo/build/slurm-source" >/dev/null
+  setsid nice -n 19 "$repo/contrib/slurm-build.sh" --version "$release" --prefix "$prefix" --source-cache "$repo/build/slurm-source" \
+    >"$build/slurm-build-$release.log" 2>&1 &
+  slurm_build_pid[$release]=$!
+done
+
 ctest --test-dir "$build" --output-on-failure "$@"
 
-if [[ ${CNET_SKIP_SLURM_RELEASES:-0} != 1 ]]; then
-  for release in ${CNET_SLURM_RELEASES:-24.11}; do
-    stamp "Slurm $release (from source when not yet in /opt/slurm-$release), unit and cluster tests"
-    CNET_BUILD_DIR=$build-slurm-$release "$repo/contrib/build.sh" --slurm "$release" -DCNET_WARNINGS_AS_ERRORS=ON
-    ctest --test-dir "$build-slurm-$release" -L "^(unit|cluster-$release)\$" --output-on-failure
-  done
-fi
+for release in "${releases[@]}"; do
+  stamp "Slurm $release (built from source into /opt/slurm-$release when not there yet), unit and cluster tests"
+  wait "${slurm_build_pid[$release]}" || { cat "$build/slurm-build-$release.log" >&2; echo "run-tests: building Slurm $release failed" >&2; exit 1; }
+  unset "slurm_build_pid[$release]"
+  cat "$build/slurm-build-$release.log"
+  CNET_BUILD_DIR=$build-slurm-$release "$repo/contrib/build.sh" --slurm "$release" -DCNET_WARNINGS_AS_ERRORS=ON
+  ctest --test-dir "$build-slurm-$release" -L "^(unit|cluster-$release)\$" --output-on-failure
+done
 
 if [[ ${CNET_SKIP_RELEASE:-0} != 1 ]]; then
   stamp "Release build, unit tests"

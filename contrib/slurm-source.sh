@@ -84,6 +84,21 @@ fi
 suite=${suite_of[$want]:-}
 [[ -n $suite ]] || die "no source known for Slurm $want (known: ${!suite_of[*]}${installed:+, and the installed ${installed%%-*}}); for your own release configure its source yourself and pass -DCNET_SLURM_SOURCE and -DCNET_SLURM_PREFIX (README, admin guide)"
 prefix=${prefix:-/opt/slurm-$want}
+pmix_prefix=$(pkg-config --variable=prefix pmix 2>/dev/null || echo /usr)
+[[ -d /usr/lib/x86_64-linux-gnu/pmix2 ]] && pmix_prefix=/usr/lib/x86_64-linux-gnu/pmix2
+# Debian's own configure flags for slurm-wlm, with this prefix: multiple slurmd per host is what the
+# minicluster runs (and lets the nodes' shared munged decode one job credential on every node).
+configure_args=(--prefix="$prefix" --sysconfdir="$prefix/etc" --with-pmix="$pmix_prefix" --with-munge=/usr --with-hwloc=/usr
+                --enable-pam=no --disable-debug --without-rpath --enable-multiple-slurmd)
+# A tree of this release already configured the same way is used as it is: no apt, no network.
+for tree in "$cache"/slurm-"$want".*/; do
+  tree=${tree%/}
+  [[ -f $tree/config.h && -f $tree/.cnet-configured ]] || continue
+  if grep -qxF "${tree##*/slurm-} ${configure_args[*]}" "$tree/.cnet-configured"; then
+    echo "$tree"
+    exit 0
+  fi
+done
 ensure_deb_src "$suite"
 uris=$(apt-get source --print-uris "slurm-wlm/$suite" 2>/dev/null | grep "orig.tar" || true)
 if [[ -z $uris ]]; then
@@ -96,12 +111,6 @@ uri=${uri//\'/}
 upstream=$(sed -E 's/^slurm-wlm_([0-9.]+)\.orig\.tar\..*/\1/' <<<"$file")
 [[ $upstream == "$want".* ]] || die "the $suite suite has Slurm $upstream, not $want"
 tree=$cache/slurm-$upstream
-pmix_prefix=$(pkg-config --variable=prefix pmix 2>/dev/null || echo /usr)
-[[ -d /usr/lib/x86_64-linux-gnu/pmix2 ]] && pmix_prefix=/usr/lib/x86_64-linux-gnu/pmix2
-# Debian's own configure flags for slurm-wlm, with this prefix: multiple slurmd per host is what the
-# minicluster runs (and lets the nodes' shared munged decode one job credential on every node).
-configure_args=(--prefix="$prefix" --sysconfdir="$prefix/etc" --with-pmix="$pmix_prefix" --with-munge=/usr --with-hwloc=/usr
-                --enable-pam=no --disable-debug --without-rpath --enable-multiple-slurmd)
 stamp="$upstream ${configure_args[*]}"
 if [[ -f $tree/config.h && -f $tree/.cnet-configured ]] && grep -qxF "$stamp" "$tree/.cnet-configured"; then
   echo "$tree"
