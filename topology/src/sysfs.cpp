@@ -60,7 +60,8 @@ std::string pci_of_device_link(const fs::path& link) {
 }  // namespace
 
 std::pair<unsigned, unsigned> parse_ib_rate(const std::string& text) {
-  static const std::regex re("^\\s*([0-9]+)(\\.[0-9]+)?\\s*Gb/sec(\\s*\\(([0-9]+)X)?");
+  // At most 6 digits of rate and 3 of lanes: a damaged file with more is unknown, and stoul never overflows.
+  static const std::regex re("^\\s*([0-9]{1,6})(\\.[0-9]+)?\\s*Gb/sec(\\s*\\(([0-9]{1,3})X)?");
   std::smatch m;
   if (!std::regex_search(text, m, re)) return {0, 0};
   unsigned rate = static_cast<unsigned>(std::stoul(m[1]));

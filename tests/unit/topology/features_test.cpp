@@ -53,6 +53,9 @@ TEST(Features, SysfsRates) {
   EXPECT_EQ(parse_ib_rate("200 Gb/sec (4X HDR)"), std::make_pair(200u, 4u));
   EXPECT_EQ(parse_ib_rate("2.5 Gb/sec (1X SDR)"), std::make_pair(2u, 1u));
   EXPECT_EQ(parse_ib_rate("garbage"), std::make_pair(0u, 0u));
+  // A damaged sysfs file with more digits than any rate: unknown, not an uncaught std::out_of_range.
+  EXPECT_EQ(parse_ib_rate("1111111111111111111100 Gb/sec (x11"), std::make_pair(0u, 0u));
+  EXPECT_EQ(parse_ib_rate("200 Gb/sec (99999999999999999999X HDR)"), std::make_pair(200u, 0u));
   EXPECT_EQ(normalise_bus_id("00000000:3B:00.0"), "0000:3b:00.0");
 }
 
