@@ -41,4 +41,24 @@ expect_eq "$rc" 2 "exit code for a bad --tolerance"
 # --nic under srun: every rank measures over that interface, and the header says which.
 out=$(perf "$CNET_BIN/cnet-perf" p2p --nic lo --max-size 4096 --iters 20) || fail "p2p --nic lo: $out"
 grep -q "^# cnet-perf p2p: 2 ranks on cn1,cn2 (transports .*, nic lo)" <<<"$out" || fail "the header does not name the NIC: $out"
+
+# --sweep: one measurement per value of a setting the tcp transport reads, on a new channel each time,
+# the best by P99 marked; a value UCX cannot read stops every rank before any measuring.
+out=$(perf "$CNET_BIN/cnet-perf" p2p --sweep UCX_TCP_TX_SEG_SIZE=8k,16k,64k --min-size 65536 --max-size 1048576 --iters 20 --json) ||
+  fail "p2p --sweep: $out"
+/usr/bin/python3 -c '
+import json,sys
+r=json.load(sys.stdin)
+assert r["schema"]=="cnet.perf.sweep/v1" and r["variable"]=="UCX_TCP_TX_SEG_SIZE", r
+assert [p["value"] for p in r["points"]]==["8k","16k","64k"], r
+assert all(p["report"]["hosts"]==["cn1","cn2"] and len(p["report"]["results"])==3 and all(x["bandwidth_gbytes"]>0 for x in p["report"]["results"]) for p in r["points"]), r
+best=r["best_by_p99"]; assert [b["bytes"] for b in best]==[65536,262144,1048576], best
+for i,b in enumerate(best): assert min(p["report"]["results"][i]["latency_p99_us"] for p in r["points"])==next(p for p in r["points"] if p["value"]==b["value"])["report"]["results"][i]["latency_p99_us"], best
+' <<<"$out" || fail "p2p --sweep JSON wrong: $out"
+out=$(perf "$CNET_BIN/cnet-perf" p2p --sweep UCX_TCP_TX_SEG_SIZE=8k,64k --iters 20) || fail "p2p --sweep table: $out"
+expect_eq "$(grep -c '<- best P99' <<<"$out")" 1 "one best value marked at the one default size: $out"
+rc=0
+err=$(perf "$CNET_BIN/cnet-perf" p2p --sweep UCX_TCP_TX_SEG_SIZE=8k,junk 2>&1) || rc=$?
+expect_eq "$rc" 2 "exit code for a sweep value UCX refuses"
+[[ $err == *"UCX refused UCX_TCP_TX_SEG_SIZE=junk"* ]] || fail "the refused value is not named: $err"
 echo ok

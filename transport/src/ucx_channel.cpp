@@ -4,6 +4,7 @@
 
 #include <sched.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -67,9 +68,14 @@ UcxChannel::UcxChannel(Bootstrap& bootstrap, UcxOptions options)
   std::size_t address_length = 0;
   check(ucp_worker_get_address(ucx_->worker, &address, &address_length), "ucp_worker_get_address");
   auto* bytes = reinterpret_cast<const std::byte*>(address);
-  ucx_->addresses = bootstrap.allgather("cnet.ucx.address", std::span(bytes, address_length));
+  // Each channel a process makes publishes under its own keys, so a second one (cnet-perf --sweep makes
+  // one per value) never reads an earlier channel's address: which value a PMIx server hands out for a
+  // key put twice is not something to rely on. Every rank makes its channels in the same order.
+  static std::atomic<unsigned> channels_made{0};
+  std::string suffix = std::to_string(channels_made++);
+  ucx_->addresses = bootstrap.allgather("cnet.ucx.address." + suffix, std::span(bytes, address_length));
   ucp_worker_release_address(ucx_->worker, address);
-  hosts_ = bootstrap.allgather_text("cnet.ucx.host", bootstrap.placement().hostname);
+  hosts_ = bootstrap.allgather_text("cnet.ucx.host." + suffix, bootstrap.placement().hostname);
 
   ucx_->endpoints.assign(size_, nullptr);
   ucx_->peer_status.assign(size_, UCS_OK);

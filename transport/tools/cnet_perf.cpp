@@ -3,6 +3,7 @@
 //   srun --mpi=pmix -N2 cnet-perf allreduce    algbw and busbw (nccl-tests definitions) over all ranks
 //   cnet-perf --local N p2p|allreduce          the same with N ranks on this machine, no Slurm
 //   cnet-perf -s [--port P]  /  cnet-perf -c --server-ip A [--port P]   two hosts by hand, no Slurm
+//   ... cnet-perf p2p --sweep UCX_RC_TX_QUEUE_LEN=256,1024   the link once per value of one UCX setting
 // Rank 0 prints each message size as it finishes; --json prints the report at the end instead.
 // Exit: 0 ok, 1 a size regressed against --compare-baseline or an allreduce result was wrong,
 // 2 bad arguments, 3 transport failure.
@@ -28,6 +29,7 @@
 #include "cnet/transport/link_test.hpp"
 #include "cnet/transport/local_launcher.hpp"
 #include "cnet/transport/perf_report.hpp"
+#include "cnet/transport/setting_sweep.hpp"
 #include "cnet/transport/tcp_bootstrap.hpp"
 #include "cnet/transport/ucx_channel.hpp"
 
@@ -119,6 +121,32 @@ void check_nic(const std::string& nic) {
                   cnet::common::join(have, ", ") + ")");
 }
 
+// One channel per value, made while the value is set (UCX reads it then), the link measured over it.
+// Rank 0 prints each value's rows as they finish, then the table with the best by P99 marked.
+int run_sweep(Bootstrap& boot, const UcxOptions& ucx, const SettingSweep& sweep, const Settings& s) {
+  std::vector<SweepPoint> points;
+  bool lead = boot.placement().rank == 0;
+  for (const auto& value : sweep.values) {
+    ScopedSetting applied(sweep.variable, value);
+    UcxChannel ch(boot, ucx);
+    if (ch.size() < 2) throw std::runtime_error("p2p needs two ranks: srun -N2 --ntasks-per-node=1");
+    if (lead && !s.json && points.empty())
+      std::fprintf(stderr, "cnet-perf: sweeping %s over %zu values between %s and %s (transports %s)\n", sweep.variable.c_str(),
+                   sweep.values.size(), ch.hostname_of(0).c_str(), ch.hostname_of(1).c_str(), ch.transports_to(lead ? 1 : 0).c_str());
+    PerfReport report = link_test(ch, 0, 1, s.link, [&](const PerfRow& row) {
+      if (!s.json) std::fprintf(stderr, "cnet-perf: %s=%s %s: %.3f GB/s, P99 %.2f us\n", sweep.variable.c_str(), value.c_str(),
+                                format_size(row.bytes).c_str(), row.bandwidth_gbytes, row.latency_p99_us);
+    });
+    points.push_back({value, report});
+    Collectives(ch).barrier();  // the follower keeps its channel until the leader has all it needs
+  }
+  if (!lead) return 0;
+  std::printf("%s", s.json ? sweep_json(sweep.variable, points).c_str()
+                           : ("# cnet-perf p2p sweep of " + sweep.variable + " (" + points.front().report.transports + ")\n" +
+                              sweep_table(sweep.variable, points)).c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,7 +159,8 @@ int main(int argc, char** argv) {
   std::string prometheus;
   unsigned local = 0, wait_s = 300;
   std::uint16_t port = 18515;
-  std::string server_ip, bind_address = "127.0.0.1", key_file, nic;
+  std::string server_ip, bind_address = "127.0.0.1", key_file, nic, sweep_argument;
+  SettingSweep sweep;
   po::options_description opts("cnet-perf p2p|allreduce [options]   (under srun --mpi=pmix)");
   opts.add_options()("help,h", "show this help")("version", "print the version")
       ("min-size", po::value(&s.min_size)->default_value(s.min_size), "smallest message in bytes")
@@ -150,6 +179,9 @@ int main(int argc, char** argv) {
       ("wait", po::value(&wait_s)->default_value(wait_s), "standalone: seconds to wait for the other side")
       ("peer-failure", po::value(&peer_failure)->default_value(peer_failure),
        "on: a dead peer is an error (UCX then needs tcp/ib, also within a node); off: shared memory within a node")
+      ("sweep", po::value(&sweep_argument),
+       "p2p: measure once per value of one UCX setting, VAR=v1,v2,... (UCX_RC_TX_QUEUE_LEN=256,512,1024,2048); "
+       "the best value by P99 is marked. One size (1 MiB) unless --min-size/--max-size are given")
       ("json", "print the report as JSON at the end")
       ("save-baseline", po::value(&save), "write the report to this file as a baseline")
       ("compare-baseline", po::value(&compare), "exit 1 naming every size that regressed against this baseline")
@@ -182,6 +214,19 @@ int main(int argc, char** argv) {
     if (s.min_size == 0 || s.min_size > s.max_size || s.max_size > (1ull << 32)) throw po::error("need 0 < --min-size <= --max-size <= 4 GiB");
     if (s.link.iters == 0) throw po::error("--iters must be at least 1");
     if (tolerance <= 0 || tolerance >= 1) throw po::error("--tolerance must be between 0 and 1");
+    if (!sweep_argument.empty()) {
+      if (mode != "p2p") throw po::error("--sweep measures p2p");
+      if (standalone) throw po::error("--sweep runs under srun or with --local N (both sides must sweep alike)");
+      if (vm.count("save-baseline") || vm.count("compare-baseline")) throw po::error("--sweep does not save or compare baselines: run once with the value chosen");
+      try {
+        sweep = parse_setting_sweep(sweep_argument);
+      } catch (const std::invalid_argument& e) {
+        throw po::error(e.what());
+      }
+      for (const auto& value : sweep.values)
+        if (auto refused = ucx_refusal(sweep.variable, value); !refused.empty()) throw po::error("--sweep: " + refused);
+      if (vm["min-size"].defaulted() && vm["max-size"].defaulted()) s.min_size = s.max_size = 1u << 20;
+    }
     s.link.sizes = LinkTestOptions::size_ladder(s.min_size, s.max_size);
     if (!prometheus.empty()) cnet::common::check_textfile_path(prometheus);
     if (!nic.empty()) {
@@ -244,6 +289,7 @@ int main(int argc, char** argv) {
     UcxOptions ucx;
     ucx.detect_peer_failure = peer_failure == "on";
     ucx.net_devices = nic;
+    if (!sweep.values.empty()) return run_sweep(*boot, ucx, sweep, s);
     UcxChannel ch(*boot, ucx);
     Collectives coll(ch);
     if (mode == "p2p" && ch.size() < 2) throw std::runtime_error("p2p needs two ranks: srun -N2 --ntasks-per-node=1");
