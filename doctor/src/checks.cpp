@@ -28,12 +28,13 @@ const std::map<std::string, std::string> kSeverities = {
     {"nics", "fail"},     {"mtu", "fail"},      {"gres", "fail"},    {"discovery", "fail"},
     {"dns", "warn"},      {"firewall", "fail"},   {"plugins", "fail"},  // a plugin of another release is skipped
     {"munge", "fail"},    // munged not answering, or its key readable by others: Slurm's authentication
+    {"nic.tuning", "warn"},  // rings far below their maximum, a fast NIC's IRQs on one CPU or the far socket: slow, not broken
 };
 const std::map<std::string, std::string> kNumbers = {
     {"clock.max_offset_ms", "1000"}, {"net.core.rmem_max", "4194304"}, {"net.core.wmem_max", "4194304"},
     {"fs.file-max", "1000000"},      {"nofile", "65536"},              {"deadline.discovery", "15"},
     {"deadline.dns", "10"},          {"deadline.firewall", "5"},       {"deadline.scontrol", "10"},
-    {"deadline.munge", "5"},
+    {"deadline.munge", "5"},         {"rings.min_percent", "25"},      {"irqs.min_mbps", "25000"},
 };
 const std::set<std::string> kLists = {"nics.exclude", "dns.exclude", "gres.exclude", "mtu.nics"};
 
@@ -46,6 +47,53 @@ std::string mb(std::uint64_t kb) { return std::to_string(kb / 1024) + " MB"; }
 
 bool listed(const std::vector<std::string>& list, const std::string& a, const std::string& b = "") {
   return std::find(list.begin(), list.end(), a) != list.end() || (!b.empty() && std::find(list.begin(), list.end(), b) != list.end());
+}
+
+// A NIC's rings and interrupts, as the seed's NIC-queue advice has them: rings near their maximum so a
+// burst is not dropped, and a fast NIC's IRQs spread over CPUs of its own NUMA node (one CPU cannot keep
+// up with 100 Gb/s; the far socket adds a memory hop to every packet).
+template <typename Add>
+void nic_tuning_checks(const topology::NicSettings& n, const DoctorConfig& c, Add&& add) {
+  const std::string name = n.name(), dev = n.netdev.empty() ? name : n.netdev;
+  unsigned percent = static_cast<unsigned>(std::stoul(c.get("rings.min_percent")));
+  if (n.rings && percent > 0) {
+    const auto& r = *n.rings;
+    bool rx_low = r.rx_max > 0 && r.rx * 100 < static_cast<std::uint64_t>(r.rx_max) * percent;
+    bool tx_low = r.tx_max > 0 && r.tx * 100 < static_cast<std::uint64_t>(r.tx_max) * percent;
+    std::string seen = "RX ring " + std::to_string(r.rx) + " of " + std::to_string(r.rx_max) + ", TX ring " + std::to_string(r.tx) + " of " +
+                       std::to_string(r.tx_max);
+    if (rx_low || tx_low)
+      add("nic " + name + " rings", severity(c, "nic.tuning"), seen + " (under " + std::to_string(percent) + "% of the maximum: bursts are dropped)",
+          "ethtool -G " + dev + " rx " + std::to_string(r.rx_max) + " tx " + std::to_string(r.tx_max) +
+              " (and persist it: a udev rule or the interface's config)");
+    else
+      add("nic " + name + " rings", Status::pass, seen);
+  }
+  unsigned min_mbps = static_cast<unsigned>(std::stoul(c.get("irqs.min_mbps")));
+  std::vector<const topology::IrqBinding*> known;
+  for (const auto& irq : n.irqs)
+    if (!irq.cpus.empty()) known.push_back(&irq);
+  if (known.size() < 2 || min_mbps == 0 || n.speed_mbps < min_mbps) return;  // one vector, or a slow NIC: nothing to spread
+  std::string fix_cpus = n.numa_cpus.empty() ? "CPUS" : common::compress_ranges(n.numa_cpus);
+  std::string fix = "for irq in $(ls /sys/class/net/" + dev + "/device/msi_irqs); do echo " + fix_cpus +
+                    " > /proc/irq/$irq/smp_affinity_list; done, or the driver's set_irq_affinity script; keep irqbalance "
+                    "from moving them back (IRQBALANCE_BANNED_CPULIST or stop it)";
+  bool one_cpu = std::all_of(known.begin(), known.end(), [&](const auto* irq) { return irq->cpus.size() == 1 && irq->cpus == known.front()->cpus; });
+  unsigned local = irqs_on_numa_node(n), far = 0;
+  if (!n.numa_cpus.empty())
+    for (const auto* irq : known)
+      far += std::none_of(irq->cpus.begin(), irq->cpus.end(), [&](unsigned cpu) {
+        return std::find(n.numa_cpus.begin(), n.numa_cpus.end(), cpu) != n.numa_cpus.end();
+      });
+  std::string count = std::to_string(known.size());
+  if (one_cpu)
+    add("nic " + name + " irqs", severity(c, "nic.tuning"), "all " + count + " IRQs on CPU " + std::to_string(known.front()->cpus.front()) +
+        " (one core takes every interrupt of a " + std::to_string(n.speed_mbps / 1000) + " Gb/s NIC)", fix);
+  else if (far > 0)
+    add("nic " + name + " irqs", severity(c, "nic.tuning"), std::to_string(far) + " of " + count + " IRQs only on CPUs outside its NUMA node " +
+        std::to_string(n.numa_node) + " (CPUs " + fix_cpus + ")", fix);
+  else
+    add("nic " + name + " irqs", Status::pass, count + " IRQs" + (n.numa_cpus.empty() ? "" : ", " + std::to_string(local) + " only on its NUMA node " + std::to_string(n.numa_node)));
 }
 
 }  // namespace
@@ -205,6 +253,10 @@ std::vector<CheckResult> run_checks(const NodeFacts& f, const DoctorConfig& c) {
       }
     }
   }
+
+  if (on("nic.tuning"))
+    for (const auto& n : f.nic_settings)
+      if (!listed(c.list("nics.exclude"), n.name(), n.rdma_device)) nic_tuning_checks(n, c, add);
 
   if (on("gres")) {
     unsigned gpus_declared = 0, missing = 0;

@@ -6,6 +6,7 @@
 
 #include "cnet/common/files.hpp"
 #include "cnet/common/text.hpp"
+#include "cnet/topology/nic_settings.hpp"
 #include "cnet/transport/bootstrap.hpp"
 #include "cnet/transport/link_test.hpp"
 #include "cnet/transport/ucx_channel.hpp"
@@ -24,17 +25,26 @@ const transport::PerfReport* baseline_for(const std::vector<transport::PerfRepor
 }  // namespace
 
 std::string to_json(const NodeReport& r) {
-  return json{{"host", r.host}, {"status", r.status}, {"failing", r.failing}, {"settings", r.settings}, {"munge", r.munge_credential}}.dump();
+  return json{{"host", r.host},         {"status", r.status},           {"failing", r.failing},
+              {"settings", r.settings}, {"munge", r.munge_credential}, {"nic_drivers", r.nic_drivers}}
+      .dump();
 }
 
 NodeReport node_report_from_json(const std::string& text) {
   try {
     json j = json::parse(text);
     return {j.at("host"), j.at("status"), j.at("failing").get<std::vector<std::string>>(),
-            j.at("settings").get<std::map<std::string, std::string>>(), j.value("munge", "")};
+            j.at("settings").get<std::map<std::string, std::string>>(), j.value("munge", ""), j.value("nic_drivers", "")};
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("a node sent a damaged report: ") + e.what());
   }
+}
+
+void add_nic_drivers(const std::vector<NodeReport>& nodes, std::map<std::string, transport::PerfReport>& pairs) {
+  for (auto& [host, report] : pairs)
+    for (const auto& n : nodes)
+      if (std::find(report.hosts.begin(), report.hosts.end(), n.host) != report.hosts.end() && !n.nic_drivers.empty())
+        report.nic_drivers[n.host] = n.nic_drivers;
 }
 
 std::vector<JobRow> job_table(const std::vector<NodeReport>& nodes, const std::map<std::string, transport::PerfReport>& pairs,
@@ -58,8 +68,13 @@ std::vector<JobRow> job_table(const std::vector<NodeReport>& nodes, const std::m
       row.gbytes = report.rows.back().bandwidth_gbytes;
       row.p99_us = report.rows.front().latency_p99_us;
       if (baseline)
-        if (const auto* was = baseline_for(*baseline, report))
-          for (const auto& r : transport::regressions(*was, report, tolerance)) row.problems.push_back("link to rank 0: " + r);
+        if (const auto* was = baseline_for(*baseline, report)) {
+          auto regressed = transport::regressions(*was, report, tolerance);
+          for (const auto& r : regressed) row.problems.push_back("link to rank 0: " + r);
+          // A new driver with the link as fast as before is no problem; a slower link after one is the first lead.
+          if (!regressed.empty())
+            for (const auto& d : transport::driver_changes(*was, report)) row.problems.push_back("NIC driver changed since the baseline: " + d);
+        }
     }
     rows.push_back(std::move(row));
   }
@@ -78,7 +93,7 @@ int run_job_mode(const DoctorConfig& config, const GatherOptions& gather, const 
   if (me.local_rank == 0) {  // one report per node
     auto facts = gather_facts(g);
     auto results = run_checks(facts, config);
-    NodeReport report{facts.hostname, to_string(worst(results)), {}, {}, facts.munge.credential};
+    NodeReport report{facts.hostname, to_string(worst(results)), {}, {}, facts.munge.credential, topology::driver_summaries(facts.nic_settings)};
     munge_socket = facts.munge.socket;
     for (const auto& r : results)
       if (r.status == Status::fail) report.failing.push_back(r.check + ": " + r.seen);
@@ -107,6 +122,7 @@ int run_job_mode(const DoctorConfig& config, const GatherOptions& gather, const 
   std::vector<NodeReport> nodes;
   for (const auto& t : texts)
     if (!t.empty()) nodes.push_back(node_report_from_json(t));
+  add_nic_drivers(nodes, pairs);
   auto rows = job_table(nodes, pairs, o.compare_baseline.empty() ? nullptr : &baseline, o.tolerance);
   // slurmctld decodes what every node's munged makes: here, rank 0's node stands in for it.
   for (std::size_t i = 0; i < nodes.size(); ++i) {

@@ -426,7 +426,17 @@ NodeFacts gather_facts(const GatherOptions& o) {
   read_munge(o, lines, f);
   find_cnet_plugins(o, lines, conf, f);
   if (!f.cnet_plugins.empty()) f.slurm_version = running_slurm_version(o);
+  f.nic_settings = topology::read_nic_settings(o.root, o.ethtool ? o.ethtool : o.root == "/" ? topology::EthtoolReader(topology::read_ethtool) : nullptr);
   return f;
+}
+
+unsigned irqs_on_numa_node(const topology::NicSettings& n) {
+  unsigned local = 0;
+  for (const auto& irq : n.irqs)
+    local += !irq.cpus.empty() && std::all_of(irq.cpus.begin(), irq.cpus.end(), [&](unsigned cpu) {
+      return std::find(n.numa_cpus.begin(), n.numa_cpus.end(), cpu) != n.numa_cpus.end();
+    });
+  return local;
 }
 
 std::string snapshot_json(const NodeFacts& f) {
@@ -436,6 +446,17 @@ std::string snapshot_json(const NodeFacts& f) {
   for (const auto& n : f.topology.nics)
     nics.push_back({{"name", n.name}, {"kind", topology::to_string(n.kind)}, {"state", n.state}, {"mtu", n.mtu}, {"rate_gbps", n.rate_gbps}});
   j["nics"] = nics;
+  // What the driver is set to, by NIC name (IRQ numbers differ between alike nodes: only where they run).
+  json settings = json::object();
+  for (const auto& n : f.nic_settings) {
+    json s = {{"driver", n.driver}, {"driver_version", n.driver_version}, {"firmware", n.firmware},
+              {"rx_queues", n.rx_queues}, {"tx_queues", n.tx_queues}, {"irqs", n.irqs.size()}, {"offloads", n.offloads}};
+    if (n.rings) s["rings"] = {{"rx", n.rings->rx}, {"rx_max", n.rings->rx_max}, {"tx", n.rings->tx}, {"tx_max", n.rings->tx_max}};
+    if (n.channels) s["channels"] = {{"combined", n.channels->combined}, {"rx", n.channels->rx}, {"tx", n.channels->tx}};
+    if (!n.numa_cpus.empty() && !n.irqs.empty()) s["irqs_on_own_numa_node"] = irqs_on_numa_node(n);
+    settings[n.name()] = s;
+  }
+  j["nic_settings"] = settings;
   json gpus = json::array();
   for (const auto& g : f.topology.gpus) gpus.push_back(g.model.empty() ? g.vendor : g.model);
   j["gpus"] = gpus;

@@ -25,6 +25,14 @@ if err=$(perf "$CNET_BIN/cnet-perf" p2p --max-size 1048576 --iters 50 --compare-
 fi
 [[ $err == *"regressed: 512 KiB: bandwidth"* && $err == *"regressed: 8 B: bandwidth"* ]] || fail "regressed sizes not named: $err"
 
+# The baseline recorded each host's NIC drivers; one changed since then is named, with the hint when
+# the link regressed too.
+/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["reports"][0]; d=r["nic_drivers"]; assert set(d)=={"cn1","cn2"} and d["cn1"]==d["cn2"] and d["cn1"], d; d["cn2"]="eth0 old_driver 0.9"; json.dump({"schema":"cnet.perf.baseline/v1","reports":[r]},open(sys.argv[1],"w"))' "$work/base.json" ||
+  fail "the baseline does not record both hosts' NIC drivers: $(cat "$work/base.json")"
+err=$(perf "$CNET_BIN/cnet-perf" p2p --max-size 1048576 --iters 50 --compare-baseline "$work/base.json" 2>&1 >/dev/null) && fail "still 100x slower than the baseline"
+grep -q "NIC driver or firmware changed since the baseline: cn2: eth0 old_driver 0.9 -> .*(a new driver can turn offloads" <<<"$err" ||
+  fail "the driver change is not named: $err"
+
 # Every size's result is checked against the expected sum: exact (rank order) in deterministic mode.
 for reduce in fast deterministic; do
   out=$(perf -n4 "$CNET_BIN/cnet-perf" allreduce --reduce $reduce --min-size 1024 --max-size 262144 --iters 20 --json)

@@ -36,6 +36,17 @@ out=$(doctor_job --compare-baseline "$work/fast.json") || rc=$?
 expect_eq "$rc" 1 "exit code when a link is slower than its baseline"
 grep -q "^cn2 .*link to rank 0: 1 MiB: bandwidth .* GB/s vs .* GB/s in the baseline" <<<"$out" || fail "the slow link is not named: $out"
 
+grep -q "NIC driver changed" <<<"$out" && fail "a driver change named though the drivers are the same: $out"
+
+# The baseline recorded both nodes' NIC drivers; when the link regressed and a driver changed since,
+# the change is named beside the regression.
+/usr/bin/python3 -c 'import json,sys; b=json.load(open(sys.argv[1])); d=b["reports"][0]["nic_drivers"]; assert set(d)=={"cn1","cn2"}, d; d["cn2"]="eth0 old_driver 0.9"; json.dump(b,open(sys.argv[2],"w"))' \
+  "$work/fast.json" "$work/old-driver.json" || fail "the baseline does not record the nodes' NIC drivers: $(cat "$work/baseline.json")"
+rc=0
+out=$(doctor_job --compare-baseline "$work/old-driver.json") || rc=$?
+expect_eq "$rc" 1 "exit code when a link regressed"
+grep -q "^cn2 .*link to rank 0: .*NIC driver changed since the baseline: cn2: eth0 old_driver 0.9 -> " <<<"$out" || fail "the driver change is not named: $out"
+
 # cn2's munged with a key of its own: its credentials decode there but not on cn1 (nor on slurmctld).
 munge2=$work/munge2
 mkdir -p "$munge2" && chmod 700 "$munge2"

@@ -105,6 +105,14 @@ std::string NicSettings::driver_summary() const {
   return s;
 }
 
+std::string driver_summaries(const std::vector<NicSettings>& nics, const std::string& only) {
+  std::string device = only.substr(0, only.find(':'));
+  std::vector<std::string> out;
+  for (const auto& n : nics)
+    if (device.empty() || n.netdev == device || n.rdma_device == device) out.push_back(n.driver_summary());
+  return common::join(out, "; ");
+}
+
 std::optional<EthtoolAnswers> read_ethtool(const std::string& netdev) {
   if (netdev.empty() || if_nametoindex(netdev.c_str()) == 0) return std::nullopt;
   EthtoolSocket sock;

@@ -78,6 +78,7 @@ PerfReport report_from(const json& j) {
     p.wrong = row.value("wrong", -1LL);
     r.rows.push_back(p);
   }
+  if (j.contains("nic_drivers")) r.nic_drivers = j.at("nic_drivers").get<std::map<std::string, std::string>>();
   return r;
 }
 
@@ -92,6 +93,7 @@ json report_json(const PerfReport& r) {
     }
     j["results"].push_back(out);
   }
+  if (!r.nic_drivers.empty()) j["nic_drivers"] = r.nic_drivers;
   return j;
 }
 
@@ -111,6 +113,14 @@ double percentile(std::vector<double> samples, double p) {
   std::sort(samples.begin(), samples.end());
   auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(samples.size())));
   return samples[std::clamp<std::size_t>(rank, 1, samples.size()) - 1];
+}
+
+std::vector<std::string> driver_changes(const PerfReport& baseline, const PerfReport& now) {
+  std::vector<std::string> out;
+  for (const auto& [host, drivers] : now.nic_drivers)
+    if (auto was = baseline.nic_drivers.find(host); was != baseline.nic_drivers.end() && was->second != drivers)
+      out.push_back(host + ": " + was->second + " -> " + drivers);
+  return out;
 }
 
 double allreduce_bus_factor(unsigned ranks) { return ranks ? 2.0 * (ranks - 1) / ranks : 0; }

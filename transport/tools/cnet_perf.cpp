@@ -24,6 +24,7 @@
 #include "cnet/common/host.hpp"
 #include "cnet/common/text.hpp"
 #include "cnet/common/version.hpp"
+#include "cnet/topology/nic_settings.hpp"
 #include "cnet/transport/bootstrap.hpp"
 #include "cnet/transport/collectives.hpp"
 #include "cnet/transport/link_test.hpp"
@@ -307,6 +308,8 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     };
 
+    // Each host's NIC drivers and firmware go into the report, so a baseline can tell a driver change.
+    auto drivers = boot->allgather_text("cnet.perf.drivers", cnet::topology::driver_summaries(cnet::topology::read_nic_settings("/", cnet::topology::read_ethtool), nic));
     PerfReport report;
     if (mode == "p2p") {
       if (lead && !s.json) banner(2);
@@ -323,6 +326,7 @@ int main(int argc, char** argv) {
         }
       }
       coll.barrier();
+      for (std::uint32_t r : {0u, 1u}) report.nic_drivers[hosts[r]] = drivers[r];
     } else {
       report = {mode, ch.size(), transports, hosts, {}};
       if (lead && !s.json) banner(ch.size());
@@ -331,6 +335,7 @@ int main(int argc, char** argv) {
         report.rows.push_back(row);
         if (lead && !s.json) print(row);
       }
+      for (std::uint32_t r = 0; r < ch.size(); ++r) report.nic_drivers[hosts[r]] = drivers[r];
     }
     if (!lead && !standalone) return 0;
     if (s.json) std::cout << to_json(report);
@@ -353,6 +358,9 @@ int main(int argc, char** argv) {
       if (!against) throw std::runtime_error(compare + " holds no " + mode + " baseline for " + cnet::common::join(report.hosts, ","));
       auto regressed = regressions(*against, report, tolerance);
       for (const auto& line : regressed) std::fprintf(stderr, "cnet-perf: regressed: %s\n", line.c_str());
+      for (const auto& line : driver_changes(*against, report))
+        std::fprintf(stderr, "cnet-perf: NIC driver or firmware changed since the baseline: %s%s\n", line.c_str(),
+                     regressed.empty() ? "" : " (a new driver can turn offloads on or off: cnet-doctor compare shows which)");
       regressed_sizes = static_cast<int>(regressed.size());
       if (regressed.empty())
         std::fprintf(stderr, "cnet-perf: no size regressed more than %.0f%% against %s\n", tolerance * 100, compare.c_str());

@@ -6,8 +6,13 @@
 #include <fstream>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
+#include "../topology/fake_nics.hpp"
 #include "../topology/test_support.hpp"
+#include "cnet/common/text.hpp"
 #include "cnet/doctor/checks.hpp"
+#include "cnet/doctor/job_mode.hpp"
 
 using namespace cnet::doctor;
 using cnet::topology::testing::TempDir;
@@ -307,4 +312,124 @@ TEST(Doctor, MungeKeyAndSocket) {
   r = run_checks(gather_facts(node.options()), DoctorConfig::defaults());
   EXPECT_FALSE(find(r, "munge")) << "a cluster that authenticates otherwise";
   EXPECT_FALSE(find(r, "munge key"));
+}
+
+namespace {
+// A node with one 100 Gb/s NIC on NUMA node 1 (CPUs 8-15), eight vectors, rings as given.
+struct FakeNicNode : FakeNode {
+  explicit FakeNicNode(const std::string& irq_cpus, unsigned ring = 8192, unsigned speed_mbps = 100000) {
+    cnet::topology::testing::add_numa_node(dir, 0, "0-7");
+    cnet::topology::testing::add_numa_node(dir, 1, "8-15");
+    cnet::topology::testing::FakeNic nic;
+    nic.netdev = "eth2", nic.numa_node = 1, nic.irq_cpus = irq_cpus, nic.speed_mbps = speed_mbps, nic.rdma_device = "mlx5_0",
+    nic.firmware = "16.35.2000";
+    cnet::topology::testing::add_nic(dir, nic);
+    answers.driver = "mlx5_core", answers.driver_version = "5.8-1.0.1";
+    answers.rings = cnet::topology::EthtoolAnswers::Rings{ring, 8192, ring, 8192};
+    answers.offloads = {{"gro", true}, {"gso", true}, {"tso", true}, {"lro", false}};
+  }
+  GatherOptions options() const {
+    GatherOptions o = FakeNode::options();
+    o.ethtool = [a = answers](const std::string&) { return std::optional(a); };
+    return o;
+  }
+  cnet::topology::EthtoolAnswers answers;
+};
+}  // namespace
+
+TEST(Doctor, NicRingsFarBelowTheirMaximumWarnWithTheCommand) {
+  FakeNicNode node("8-15", 1024);
+  auto r = run_checks(gather_facts(node.options()), DoctorConfig::defaults());
+  const CheckResult* rings = find(r, "nic eth2 rings");
+  ASSERT_TRUE(rings);
+  EXPECT_EQ(rings->status, Status::warn) << "slower, not broken: never drains";
+  EXPECT_NE(rings->seen.find("RX ring 1024 of 8192"), std::string::npos) << rings->seen;
+  EXPECT_EQ(rings->fix.substr(0, 34), "ethtool -G eth2 rx 8192 tx 8192 (a");
+  EXPECT_EQ(find(run_checks(gather_facts(FakeNicNode("8-15", 4096).options()), DoctorConfig::defaults()), "nic eth2 rings")->status, Status::pass);
+  EXPECT_EQ(find(r, "nic eth2 irqs")->status, Status::pass);
+  EXPECT_NE(find(r, "nic eth2 irqs")->seen.find("8 only on its NUMA node 1"), std::string::npos) << find(r, "nic eth2 irqs")->seen;
+}
+
+TEST(Doctor, FastNicIrqsOnOneCpuOrTheFarSocketWarn) {
+  auto irqs = [](const FakeNicNode& node, const DoctorConfig& c = DoctorConfig::defaults()) {
+    auto r = run_checks(gather_facts(node.options()), c);
+    const CheckResult* x = find(r, "nic eth2 irqs");
+    return x ? *x : CheckResult{"none", Status::skip, "", ""};
+  };
+  CheckResult one = irqs(FakeNicNode("9"));
+  EXPECT_EQ(one.status, Status::warn);
+  EXPECT_EQ(one.seen, "all 8 IRQs on CPU 9 (one core takes every interrupt of a 100 Gb/s NIC)");
+  EXPECT_NE(one.fix.find("echo 8-15 > /proc/irq/$irq/smp_affinity_list"), std::string::npos) << one.fix;
+  CheckResult far = irqs(FakeNicNode("0-7"));
+  EXPECT_EQ(far.status, Status::warn);
+  EXPECT_EQ(far.seen, "8 of 8 IRQs only on CPUs outside its NUMA node 1 (CPUs 8-15)");
+  EXPECT_EQ(irqs(FakeNicNode("0-15")).status, Status::pass) << "allowed on the whole machine includes its own node";
+  EXPECT_EQ(irqs(FakeNicNode("9", 8192, 10000)).check, "none") << "a 10 Gb/s NIC: one CPU keeps up";
+  auto strict = DoctorConfig::parse("nic.tuning = fail\nirqs.min_mbps = 0\n", "t");
+  EXPECT_EQ(irqs(FakeNicNode("9"), strict).check, "none");
+  EXPECT_EQ(find(run_checks(gather_facts(FakeNicNode("8-15", 64).options()), strict), "nic eth2 rings")->status, Status::fail);
+  EXPECT_TRUE(irqs(FakeNicNode("9"), DoctorConfig::parse("nics.exclude = mlx5_0\n", "t")).check == "none") << "excluded by its RDMA name";
+}
+
+TEST(Doctor, DriverFirmwareAndOffloadsInSnapshotsAndCompare) {
+  FakeNicNode node("8-15");
+  NodeFacts good = gather_facts(node.options());
+  auto snap = nlohmann::json::parse(snapshot_json(good));
+  const auto& eth2 = snap["nic_settings"]["eth2"];
+  EXPECT_EQ(eth2["driver"], "mlx5_core");
+  EXPECT_EQ(eth2["driver_version"], "5.8-1.0.1");
+  EXPECT_EQ(eth2["firmware"], "16.35.2000");
+  EXPECT_EQ(eth2["rx_queues"], 8);
+  EXPECT_EQ(eth2["rings"]["rx_max"], 8192);
+  EXPECT_EQ(eth2["offloads"]["gro"], true);
+  EXPECT_EQ(eth2["irqs"], 8);
+  EXPECT_EQ(eth2["irqs_on_own_numa_node"], 8);
+
+  FakeNicNode updated("8-15");
+  updated.answers.driver_version = "23.10-0.5.5";
+  updated.answers.offloads["gro"] = false;
+  auto diffs = compare_snapshot(snapshot_json(good), gather_facts(updated.options()));
+  EXPECT_EQ(std::set<std::string>(diffs.begin(), diffs.end()),
+            (std::set<std::string>{"nic_settings/eth2/driver_version: template \"5.8-1.0.1\", here \"23.10-0.5.5\"",
+                                   "nic_settings/eth2/offloads/gro: template true, here false"}));
+}
+
+// --job: a node whose NIC driver differs from the rest is named, and so is a pair whose hosts' drivers
+// changed since the baseline was saved.
+TEST(Doctor, JobTableNamesDriverDrift) {
+  auto node = [](const std::string& host, const std::string& version) {
+    FakeNicNode n("8-15");
+    n.answers.driver_version = version;
+    GatherOptions o = n.options();
+    o.hostname = host;
+    NodeFacts f = gather_facts(o);
+    NodeReport r{host, "pass", {}, {}, "", cnet::topology::driver_summaries(f.nic_settings)};
+    nlohmann::json flat = nlohmann::json::parse(snapshot_json(f)).flatten();
+    for (auto& [k, v] : flat.items()) r.settings[k] = v.dump();
+    return r;
+  };
+  std::vector<NodeReport> nodes = {node("cn1", "5.8-1.0.1"), node("cn2", "23.10-0.5.5"), node("cn3", "5.8-1.0.1")};
+  cnet::transport::PerfReport link{"p2p", 2, "tcp", {"cn1", "cn3"}, {{1 << 20, 5.0, 5.0, 200, 190, 250}}};
+  std::map<std::string, cnet::transport::PerfReport> pairs = {{"cn3", link}};
+  add_nic_drivers(nodes, pairs);
+  EXPECT_EQ(pairs["cn3"].nic_drivers.at("cn3"), "eth2 mlx5_core 5.8-1.0.1 firmware 16.35.2000");
+  std::vector<cnet::transport::PerfReport> baseline = {pairs["cn3"]};
+
+  auto rows = job_table(nodes, pairs, &baseline, 0.2);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_TRUE(rows[0].problems.empty()) << cnet::common::join(rows[0].problems, "; ");
+  EXPECT_EQ(rows[1].problems, std::vector<std::string>{"nic_settings/eth2/driver_version \"23.10-0.5.5\" (most nodes: \"5.8-1.0.1\")"});
+  EXPECT_TRUE(rows[2].problems.empty()) << cnet::common::join(rows[2].problems, "; ");
+
+  // cn3's driver updated after the baseline (three versions now, no majority to name): as fast as ever
+  // it is no problem; slower, the change is named beside the regression.
+  nodes[2] = node("cn3", "24.01-0.3.3");
+  add_nic_drivers(nodes, pairs);
+  EXPECT_TRUE(job_table(nodes, pairs, &baseline, 0.2)[2].problems.empty());
+  pairs["cn3"].rows[0].bandwidth_gbytes = 1.0;
+  rows = job_table(nodes, pairs, &baseline, 0.2);
+  ASSERT_EQ(rows[2].problems.size(), 2u) << cnet::common::join(rows[2].problems, "; ");
+  EXPECT_EQ(rows[2].problems[0].substr(0, 34), "link to rank 0: 1 MiB: bandwidth 1");
+  EXPECT_EQ(rows[2].problems[1], "NIC driver changed since the baseline: cn3: eth2 mlx5_core 5.8-1.0.1 firmware 16.35.2000 -> "
+                                 "eth2 mlx5_core 24.01-0.3.3 firmware 16.35.2000");
 }

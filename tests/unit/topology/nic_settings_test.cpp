@@ -52,6 +52,9 @@ TEST(NicSettings, ReadFromARecordedTree) {
   EXPECT_EQ(e.driver_summary(), "eth2 mlx5_core 5.8-1.0.1 firmware 16.35.2000");
   EXPECT_EQ(nics[1].name(), "mlx5_1");
   EXPECT_EQ(nics[1].driver_summary(), "mlx5_1 mlx5_core firmware 20.31.1014");
+  EXPECT_EQ(driver_summaries(nics), "eth2 mlx5_core 5.8-1.0.1 firmware 16.35.2000; mlx5_1 mlx5_core firmware 20.31.1014");
+  EXPECT_EQ(driver_summaries(nics, "mlx5_0:1"), "eth2 mlx5_core 5.8-1.0.1 firmware 16.35.2000") << "an RDMA port names its netdev's function";
+  EXPECT_EQ(driver_summaries(nics, "eth9"), "");
 }
 
 TEST(NicSettings, DamagedOrMissingFilesAreUnknownNotErrors) {

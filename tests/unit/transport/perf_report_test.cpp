@@ -96,3 +96,19 @@ TEST(PerfReport, PrometheusMetricsPerSizeAndPerLink) {
   EXPECT_NE(cnet::common::prometheus_text(report_metrics(a, -1, 0)).find("cnet_perf_link_bandwidth_bytes_per_second{hosts=\"cn1,cn1,cn2,cn2\",mode=\"allreduce\"} 1500000000\n"),
             std::string::npos);
 }
+
+TEST(PerfReport, BaselineRecordsNicDriversAndNamesAChange) {
+  PerfReport was{"p2p", 2, "rc", {"cn1", "cn2"}, {PerfRow{1024, 10, 10, 2, 2, 3}}};
+  was.nic_drivers = {{"cn1", "mlx5_0 mlx5_core 5.8-1.0.1 firmware 16.35.2000"}, {"cn2", "mlx5_0 mlx5_core 5.8-1.0.1 firmware 16.35.2000"}};
+  auto saved = baseline_from_json(baseline_json({was}));
+  ASSERT_EQ(saved.size(), 1u);
+  EXPECT_EQ(saved[0].nic_drivers, was.nic_drivers);
+  PerfReport now = was;
+  now.nic_drivers["cn2"] = "mlx5_0 mlx5_core 23.10-0.5.5 firmware 16.35.2000";
+  EXPECT_EQ(driver_changes(saved[0], now),
+            std::vector<std::string>{"cn2: mlx5_0 mlx5_core 5.8-1.0.1 firmware 16.35.2000 -> mlx5_0 mlx5_core 23.10-0.5.5 firmware 16.35.2000"});
+  EXPECT_TRUE(driver_changes(saved[0], was).empty());
+  PerfReport old_baseline = was;  // saved before drivers were recorded: nothing to compare, no false alarm
+  old_baseline.nic_drivers.clear();
+  EXPECT_TRUE(driver_changes(baseline_from_json(baseline_json({old_baseline}))[0], now).empty());
+}

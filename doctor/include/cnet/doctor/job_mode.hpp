@@ -26,6 +26,7 @@ struct NodeReport {
   std::vector<std::string> failing;              // "check: value seen"
   std::map<std::string, std::string> settings;   // snapshot, flattened: "/sysctl/net.core.rmem_max" -> "\"212992\""
   std::string munge_credential;                  // made there, decoded on rank 0's node ("" none)
+  std::string nic_drivers;                       // its NICs' drivers and firmware, for the pair baselines
 };
 std::string to_json(const NodeReport& report);
 NodeReport node_report_from_json(const std::string& text);  // throws std::runtime_error
@@ -38,10 +39,12 @@ struct JobRow {
 };
 
 // The table: failing checks, settings where a node departs from what most nodes have, and pair tests
-// that regressed against `baseline` (when given) by more than `tolerance`.
+// that regressed against `baseline` (when given) by more than `tolerance`, with the hosts whose NIC
+// drivers changed since it was saved.
 std::vector<JobRow> job_table(const std::vector<NodeReport>& nodes, const std::map<std::string, transport::PerfReport>& pairs,
                               const std::vector<transport::PerfReport>* baseline, double tolerance);
-
+// Each pair report gets its two hosts' NIC drivers from their nodes' reports (what a baseline saves).
+void add_nic_drivers(const std::vector<NodeReport>& nodes, std::map<std::string, transport::PerfReport>& pairs);
 // Runs this rank's part under srun --mpi=pmix; rank 0 prints. Exit: 0 every node fine, 1 a node has problems.
 int run_job_mode(const DoctorConfig& config, const GatherOptions& gather, const JobModeOptions& options);
 

@@ -1,6 +1,6 @@
 #pragma once
 // What cnet-doctor reads off one node, before judging any of it: clock discipline, swap, kernel
-// parameters, limits, NICs (libcnet_topology), GPU device files gres.conf promises, name resolution of
+// parameters, limits, NICs and their driver settings (libcnet_topology), GPU device files gres.conf promises, name resolution of
 // the cluster's nodes, the controller's address and the firewall. Gathered from a root folder (/ live, a
 // fake tree in tests) with a deadline on every probe that can hang (discovery, name lookups,
 // iptables-save), so the checks are pure functions over these facts; a snapshot is these facts as JSON.
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cnet/topology/model.hpp"
+#include "cnet/topology/nic_settings.hpp"
 
 namespace cnet::doctor {
 
@@ -77,6 +78,7 @@ struct NodeFacts {
   std::optional<std::uint32_t> slurm_version;   // the running Slurm's (slurmd -V), 0x160508 for 22.05.8
   std::vector<PluginFile> cnet_plugins;         // cnet.so (plugstack.conf), job_submit_cnet.so, gres_rdma.so (PluginDir)
   MungeState munge;
+  std::vector<topology::NicSettings> nic_settings;  // queues, rings, IRQ binding, driver/firmware, offloads
 };
 
 struct Deadlines {
@@ -91,6 +93,7 @@ struct GatherOptions {
   std::string firewall_rules_file;    // default: run iptables-save when it exists
   bool live_process_limits = true;    // read this process's rlimits and adjtimex (off for fake trees)
   std::string slurm_version;          // default: what `slurmd -V` (or `scontrol --version`) says
+  topology::EthtoolReader ethtool;    // default: the live ethtool ioctl when root is "/", nothing for a fake tree
   Deadlines deadlines;
 };
 
@@ -99,6 +102,9 @@ NodeFacts gather_facts(const GatherOptions& options);
 // Hands a munge credential to this node's munged (`socket`, "" for munge's default) to decode: "" when
 // it decodes, else what went wrong (another node's credential that fails here: their keys differ).
 std::string unmunge_problem(const std::string& credential, const std::string& socket, std::chrono::seconds deadline);
+
+// How many of a NIC's IRQs may run only on CPUs of its own NUMA node.
+unsigned irqs_on_numa_node(const topology::NicSettings& nic);
 
 // Snapshots: the facts that should match across a cluster's nodes (not hostname, addresses, clock).
 std::string snapshot_json(const NodeFacts& facts);

@@ -60,4 +60,8 @@ std::optional<EthtoolAnswers> read_ethtool(const std::string& netdev);
 // asked per netdev (pass {} for a recorded tree: those parts stay unknown).
 std::vector<NicSettings> read_nic_settings(const std::string& root, const EthtoolReader& ethtool);
 
+// Every NIC's driver_summary() joined with "; ", or only the one named (its netdev or RDMA device, an
+// RDMA port's ":1" ignored): what a link baseline records for a host.
+std::string driver_summaries(const std::vector<NicSettings>& nics, const std::string& only = "");
+
 }  // namespace cnet::topology

@@ -4,6 +4,7 @@
 // one regression rule for everything that compares against them (cnet-perf, cnet-doctor --job).
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct PerfReport {
   std::string transports;
   std::vector<std::string> hosts;  // every rank's host, in rank order (p2p: the two measured)
   std::vector<PerfRow> rows;
+  // Per host, its NICs' drivers and firmware ("eth0 mlx5_core 5.8-1.0.1 firmware 16.35.2000"): a baseline
+  // keeps them so a later regression can say the driver changed in between. Empty when not recorded.
+  std::map<std::string, std::string> nic_drivers = {};
 };
 
 // The p-th percentile (0..100) by nearest rank of a non-empty sample.
@@ -50,6 +54,10 @@ const PerfReport* matching_baseline(const std::vector<PerfReport>& baseline, con
 // Sizes whose bandwidth fell, or whose median latency rose, by more than `tolerance` (0.1 = 10%)
 // against the baseline; one line each, empty when nothing regressed.
 std::vector<std::string> regressions(const PerfReport& baseline, const PerfReport& now, double tolerance);
+
+// Hosts whose NIC drivers or firmware differ from what the baseline recorded, one line each
+// ("cn2: eth0 mlx5_core 5.8 -> eth0 mlx5_core 23.10"); hosts either side did not record are left out.
+std::vector<std::string> driver_changes(const PerfReport& baseline, const PerfReport& now);
 
 // Per message size: cnet_perf_bandwidth_bytes_per_second, cnet_perf_latency_p99_seconds and
 // cnet_perf_latency_p50_seconds {mode, hosts, bytes}; per link: cnet_perf_link_bandwidth_bytes_per_second
