@@ -28,6 +28,8 @@ const std::map<std::string, std::string> kSeverities = {
     {"nics", "fail"},     {"mtu", "fail"},      {"gres", "fail"},    {"discovery", "fail"},
     {"dns", "warn"},      {"firewall", "fail"},   {"plugins", "fail"},  // a plugin of another release is skipped
     {"munge", "fail"},    // munged not answering, or its key readable by others: Slurm's authentication
+    {"stuck", "fail"},       // a job stuck completing on this node past stuck.after_s: its resources are not given back
+    {"stuck.overtime", "warn"},  // a job running past its end by stuck.after_s (a site's OverTimeLimit may allow it)
     {"nic.tuning", "warn"},  // rings far below their maximum, a fast NIC's IRQs on one CPU or the far socket: slow, not broken
 };
 const std::map<std::string, std::string> kNumbers = {
@@ -35,6 +37,7 @@ const std::map<std::string, std::string> kNumbers = {
     {"fs.file-max", "1000000"},      {"nofile", "65536"},              {"deadline.discovery", "15"},
     {"deadline.dns", "10"},          {"deadline.firewall", "5"},       {"deadline.scontrol", "10"},
     {"deadline.munge", "5"},         {"rings.min_percent", "25"},      {"irqs.min_mbps", "25000"},
+    {"stuck.after_s", "600"},
 };
 const std::set<std::string> kLists = {"nics.exclude", "dns.exclude", "gres.exclude", "mtu.nics"};
 
@@ -251,6 +254,22 @@ std::vector<CheckResult> run_checks(const NodeFacts& f, const DoctorConfig& c) {
           seen += "; MTUs not compared (an Ethernet-only node: name the job fabric with mtu.nics in doctor.conf)";
         add("nics", Status::pass, seen);
       }
+    }
+  }
+
+  if (f.held_jobs_known && (on("stuck") || on("stuck.overtime"))) {
+    auto after = static_cast<std::int64_t>(std::stoll(c.get("stuck.after_s")));
+    auto stuck = scheduling::stuck_jobs(f.held_jobs, f.now, after);
+    if (auto it = stuck.find(f.hostname); it != stuck.end() && after > 0) {
+      for (const auto& j : it->second)
+        add("stuck job", severity(c, j.completing ? "stuck" : "stuck.overtime"), j.describe(),
+            j.completing ? "find what keeps it: the job's processes still alive (ps -eo pid,stat,user,cmd; state D is a hung device or "
+                           "filesystem), a hung epilog or GPU (nvidia-smi); kill them or reboot the node. cnet-doctor resumes the node "
+                           "it drained once the job is gone"
+                         : "scancel " + j.job_id + " if it should have ended (OverTimeLimit in slurm.conf allows jobs past their limit)");
+    } else {
+      add("stuck job", Status::pass, std::to_string(f.held_jobs.size()) + " running or completing jobs here, none past its end by " +
+                                         scheduling::format_duration(after));
     }
   }
 

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -311,6 +312,16 @@ void find_cnet_plugins(const GatherOptions& o, const std::vector<common::ConfigL
   }
 }
 
+// This node's running and completing jobs from slurmctld, end times as unix seconds (SLURM_TIME_FORMAT).
+void read_held_jobs(const GatherOptions& o, const std::string& slurm_conf, NodeFacts& f) {
+  if (o.root != "/") return;
+  auto r = common::run_command({common::slurm_command("squeue"), "-h", "-w", f.hostname, "-t", "RUNNING,COMPLETING", "-o", "%i|%T|%e|%u|%N"},
+                               o.deadlines.squeue, {{"SLURM_CONF", slurm_conf}, {"SLURM_TIME_FORMAT", "%s"}}, 1 << 20);
+  if (!r.ok()) return;  // no Slurm here, or slurmctld not answering: not known, not judged
+  f.held_jobs = scheduling::parse_squeue_jobs(r.output);
+  f.held_jobs_known = true;
+}
+
 std::optional<std::uint32_t> running_slurm_version(const GatherOptions& o) {
   if (!o.slurm_version.empty()) return parse_slurm_version(o.slurm_version);
   if (o.root != "/") return std::nullopt;
@@ -426,6 +437,8 @@ NodeFacts gather_facts(const GatherOptions& o) {
   read_munge(o, lines, f);
   find_cnet_plugins(o, lines, conf, f);
   if (!f.cnet_plugins.empty()) f.slurm_version = running_slurm_version(o);
+  f.now = static_cast<std::int64_t>(std::time(nullptr));
+  if (!conf_text.empty()) read_held_jobs(o, conf, f);
   f.nic_settings = topology::read_nic_settings(o.root, o.ethtool ? o.ethtool : o.root == "/" ? topology::EthtoolReader(topology::read_ethtool) : nullptr);
   return f;
 }

@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
   }
   g.nodes = cnet::common::split(nodes);
   g.live_process_limits = g.root == "/";
-  g.deadlines = {config.deadline("discovery"), config.deadline("dns"), config.deadline("firewall"), config.deadline("munge")};
+  g.deadlines = {config.deadline("discovery"), config.deadline("dns"), config.deadline("firewall"), config.deadline("munge"), config.deadline("scontrol")};
   if (node.empty()) node = std::getenv("SLURMD_NODENAME") ? std::getenv("SLURMD_NODENAME") : "";
   g.hostname = node;
 

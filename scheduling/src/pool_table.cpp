@@ -50,19 +50,24 @@ std::string format_table(const std::vector<PoolRow>& rows) {
   std::snprintf(line, sizeof line, "%-12s %-10s %-16s %9s %-10s %-8s %9s %13s  %s\n", "NODE", "STATE", "GPU", "GPUS used",
                 "GPU MEM", "FABRIC", "CPUS used", "MEM(MB) used", "REASON");
   out << line;
-  unsigned gt = 0, gu = 0, ct = 0, cu = 0;
+  unsigned gt = 0, gu = 0, ct = 0, cu = 0, held = 0;
   for (const auto& r : rows) {
+    std::string reason = r.reason;
+    for (const auto& s : r.stuck) reason += (reason.empty() ? "" : "; ") + std::string("stuck: ") + s;
+    held += !r.stuck.empty();
     std::snprintf(line, sizeof line, "%-12s %-10s %-16s %4u/%-4u %-10s %-8s %4u/%-4u %6llu/%-6llu  %s\n", r.node.c_str(),
                   r.state.c_str(), r.gpu_model.empty() ? "-" : r.gpu_model.c_str(), r.gpus_used, r.gpus_total,
                   r.gpu_memory.empty() ? "-" : r.gpu_memory.c_str(), r.fabric.empty() ? "-" : r.fabric.c_str(), r.cpus_alloc,
                   r.cpus_total, static_cast<unsigned long long>(r.memory_alloc_mb), static_cast<unsigned long long>(r.memory_mb),
-                  r.reason.c_str());
+                  reason.c_str());
     out << line;
     gt += r.gpus_total, gu += r.gpus_used, ct += r.cpus_total, cu += r.cpus_alloc;
   }
-  std::snprintf(line, sizeof line, "%u nodes: %u of %u GPUs in use, %u free; %u of %u CPUs in use\n",
+  std::snprintf(line, sizeof line, "%u nodes: %u of %u GPUs in use, %u free; %u of %u CPUs in use",
                 static_cast<unsigned>(rows.size()), gu, gt, gt - gu, cu, ct);
   out << line;
+  if (held) out << "; " << held << (held == 1 ? " node" : " nodes") << " held by stuck jobs";
+  out << "\n";
   return out.str();
 }
 
@@ -72,7 +77,7 @@ std::string to_json(const std::vector<PoolRow>& rows) {
     j.push_back({{"node", r.node}, {"state", r.state}, {"reason", r.reason}, {"gpu_model", r.gpu_model},
                  {"gpus_total", r.gpus_total}, {"gpus_used", r.gpus_used}, {"gpus_free", r.gpus_total - std::min(r.gpus_used, r.gpus_total)},
                  {"gpu_memory", r.gpu_memory}, {"fabric", r.fabric}, {"cpus_total", r.cpus_total}, {"cpus_alloc", r.cpus_alloc},
-                 {"memory_mb", r.memory_mb}, {"memory_alloc_mb", r.memory_alloc_mb}});
+                 {"memory_mb", r.memory_mb}, {"memory_alloc_mb", r.memory_alloc_mb}, {"stuck", r.stuck}});
   return j.dump(2) + "\n";
 }
 

@@ -433,3 +433,42 @@ TEST(Doctor, JobTableNamesDriverDrift) {
   EXPECT_EQ(rows[2].problems[1], "NIC driver changed since the baseline: cn3: eth2 mlx5_core 5.8-1.0.1 firmware 16.35.2000 -> "
                                  "eth2 mlx5_core 24.01-0.3.3 firmware 16.35.2000");
 }
+
+// A job stuck completing on this node fails (the health check drains, naming it); one running past its
+// end only warns; other nodes' stuck jobs and recent ends are not this node's business.
+TEST(Doctor, StuckJobsOnThisNode) {
+  NodeFacts f;
+  f.hostname = "cn2";
+  f.now = 1796332000;
+  f.held_jobs_known = true;
+  f.held_jobs = {{"42", "alice", true, f.now - 900, {"cn1", "cn2"}},
+                 {"43", "bob", false, f.now - 4000, {"cn2"}},
+                 {"44", "carol", true, f.now - 900, {"cn3"}},
+                 {"45", "dave", true, f.now - 20, {"cn2"}}};
+  auto stuck_results = [](const std::vector<CheckResult>& r) {
+    std::vector<CheckResult> out;
+    for (const auto& x : r)
+      if (x.check == "stuck job") out.push_back(x);
+    return out;
+  };
+  auto r = stuck_results(run_checks(f, DoctorConfig::defaults()));
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].status, Status::warn);
+  EXPECT_EQ(r[0].seen, "job 43 (bob) running 1 h 6 min past its end");
+  EXPECT_EQ(r[1].status, Status::fail);
+  EXPECT_EQ(r[1].seen, "job 42 (alice) completing for 15 min");
+  auto action = health_action(run_checks(f, DoctorConfig::parse("clock = off\nswap = off\nlimits = off\nmemlock = off\n", "t")), false, "");
+  EXPECT_EQ(action.kind, HealthAction::drain);
+  EXPECT_NE(action.reason.find("job 42 (alice) completing for 15 min"), std::string::npos) << action.reason;
+
+  r = stuck_results(run_checks(f, DoctorConfig::parse("stuck.after_s = 3600\n", "t")));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].seen, "job 43 (bob) running 1 h 6 min past its end");
+  f.held_jobs.resize(1);
+  f.hostname = "cn4";
+  r = stuck_results(run_checks(f, DoctorConfig::defaults()));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].status, Status::pass);
+  f.held_jobs_known = false;  // no Slurm to ask: nothing said
+  EXPECT_TRUE(stuck_results(run_checks(f, DoctorConfig::defaults())).empty());
+}

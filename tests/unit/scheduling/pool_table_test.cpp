@@ -36,3 +36,16 @@ TEST(PoolTable, TableTotalsAndJson) {
   EXPECT_EQ(j[0]["gpus_free"], 2);
   EXPECT_EQ(j[1]["state"], "drained");
 }
+
+TEST(PoolTable, StuckJobsAreShownWithTheNodeTheyHold) {
+  std::vector<PoolRow> rows = {{"n1", "idle+comp", "", "a100", 8, 0, "gpumem80g", "ib200", 64, 0, 512000, 0},
+                               {"n2", "idle", "", "a100", 8, 0, "gpumem80g", "ib200", 64, 0, 512000, 0}};
+  rows[0].stuck = {"job 42 (alice) completing for 12 min"};
+  std::string table = format_table(rows);
+  EXPECT_NE(table.find("idle+comp"), std::string::npos) << table;
+  EXPECT_NE(table.find("stuck: job 42 (alice) completing for 12 min\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("; 1 node held by stuck jobs\n"), std::string::npos) << table;
+  auto j = nlohmann::json::parse(to_json(rows));
+  EXPECT_EQ(j[0]["stuck"][0], "job 42 (alice) completing for 12 min");
+  EXPECT_TRUE(j[1]["stuck"].empty());
+}

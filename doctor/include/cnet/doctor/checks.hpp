@@ -4,12 +4,13 @@
 // many nodes share at once warns. A site tunes them in doctor.conf (KEY = VALUE lines,
 // contrib/slurm/doctor.conf lists every key with its default):
 //   severities  clock clock.unsync swap sysctl memlock limits nics mtu gres discovery dns firewall plugins munge
-//               nic.tuning = fail|warn|off
+//               nic.tuning stuck stuck.overtime = fail|warn|off
 //   thresholds  clock.max_offset_ms net.core.rmem_max net.core.wmem_max fs.file-max nofile rings.min_percent
-//               irqs.min_mbps (0: off)
+//               irqs.min_mbps stuck.after_s (0: off)
 //   exclusions  nics.exclude = mlx5_1,eth0   dns.exclude = cloud[1-64]   gres.exclude = /dev/nvidia7
 //   fabric      mtu.nics = ib0,eth2 (the NICs jobs use, whose MTUs must agree; default the RDMA NICs)
-//   deadlines   deadline.discovery deadline.dns deadline.firewall deadline.scontrol deadline.munge (seconds)
+//   deadlines   deadline.discovery deadline.dns deadline.firewall deadline.scontrol deadline.munge (seconds);
+//               deadline.scontrol also bounds squeue
 
 #include <chrono>
 #include <map>

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cnet/topology/model.hpp"
+#include "cnet/scheduling/stuck_jobs.hpp"
 #include "cnet/topology/nic_settings.hpp"
 
 namespace cnet::doctor {
@@ -79,10 +80,15 @@ struct NodeFacts {
   std::vector<PluginFile> cnet_plugins;         // cnet.so (plugstack.conf), job_submit_cnet.so, gres_rdma.so (PluginDir)
   MungeState munge;
   std::vector<topology::NicSettings> nic_settings;  // queues, rings, IRQ binding, driver/firmware, offloads
+  // Running and completing jobs on this node as slurmctld lists them (squeue -w), at `now`: one stuck
+  // completing, or running long past its end, holds resources nobody else can use.
+  std::vector<scheduling::HeldJob> held_jobs;
+  bool held_jobs_known = false;
+  std::int64_t now = 0;                         // unix seconds when the facts were gathered
 };
 
 struct Deadlines {
-  std::chrono::seconds discovery{15}, dns{10}, firewall{5}, munge{5};
+  std::chrono::seconds discovery{15}, dns{10}, firewall{5}, munge{5}, squeue{10};
 };
 
 struct GatherOptions {

@@ -16,6 +16,7 @@ struct PoolRow {
   std::string fabric;             // "ib200", "roce100", "eth10" from the node's features
   unsigned cpus_total = 0, cpus_alloc = 0;
   std::uint64_t memory_mb = 0, memory_alloc_mb = 0;
+  std::vector<std::string> stuck = {};  // jobs holding it long past their end (stuck_jobs.hpp), described
 };
 
 struct GpuCount {
