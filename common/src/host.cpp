@@ -38,4 +38,17 @@ std::string interface_address(const std::string& iface) {
   return found;
 }
 
+std::string interface_with_address(const std::string& address) {
+  in_addr wanted{};
+  if (inet_pton(AF_INET, address.c_str(), &wanted) != 1) return "";
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string found;
+  for (ifaddrs* a = list; a && found.empty(); a = a->ifa_next)
+    if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET && reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr == wanted.s_addr)
+      found = a->ifa_name;
+  freeifaddrs(list);
+  return found;
+}
+
 }  // namespace cnet::common

@@ -322,6 +322,18 @@ void read_held_jobs(const GatherOptions& o, const std::string& slurm_conf, NodeF
   f.held_jobs_known = true;
 }
 
+void find_job_interface(const GatherOptions& o, NodeFacts& f) {
+  for (const auto& name : f.job_fabric)
+    if (fs::exists(under(o.root, "/sys/class/net/" + name))) {
+      f.job_interface = name;
+      break;
+    }
+  if (f.job_interface.empty() && o.root == "/")
+    if (auto it = f.resolved.find(f.hostname); it != f.resolved.end()) f.job_interface = common::interface_with_address(it->second);
+  if (!f.job_interface.empty())
+    f.job_interface_mtu = common::parse_unsigned(common::trim(read_text(under(o.root, "/sys/class/net/" + f.job_interface + "/mtu"))), 6).value_or(0);
+}
+
 std::optional<std::uint32_t> running_slurm_version(const GatherOptions& o) {
   if (!o.slurm_version.empty()) return parse_slurm_version(o.slurm_version);
   if (o.root != "/") return std::nullopt;
@@ -432,6 +444,7 @@ NodeFacts gather_facts(const GatherOptions& o) {
     if (!name || !file) continue;
     for (const auto& path : hosts_of(*file)) f.gres_devices.push_back({*name, path, fs::exists(under(o.root, path))});
   }
+  find_job_interface(o, f);
   read_firewall(o, f);
   f.munge.used = !conf_text.empty();  // no slurm.conf: not a Slurm node, nothing to authenticate to
   read_munge(o, lines, f);
@@ -470,6 +483,7 @@ std::string snapshot_json(const NodeFacts& f) {
     settings[n.name()] = s;
   }
   j["nic_settings"] = settings;
+  if (f.job_interface_mtu) j["job_network"] = {{"mtu", f.job_interface_mtu}};  // names may differ; the MTU must not
   json gpus = json::array();
   for (const auto& g : f.topology.gpus) gpus.push_back(g.model.empty() ? g.vendor : g.model);
   j["gpus"] = gpus;

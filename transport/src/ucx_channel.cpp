@@ -225,14 +225,16 @@ std::string UcxChannel::transports_to(std::uint32_t peer) {
   std::fclose(stream);
   std::string info(buffer, size);
   std::free(buffer);
-  // Lines look like "#   lane[0]:  3:tcp/eth0.0 md[1] ..." ; collect the transport names.
+  // Lines look like "#   lane[0]:  3:tcp/eth0.0 md[1] ..."; collect "tcp/eth0" (transport and device,
+  // without UCX's path index), so a reader sees which interface carries the traffic.
   std::string out;
   for (std::size_t pos = info.find("lane["); pos != std::string::npos; pos = info.find("lane[", pos + 1)) {
     std::size_t colon = info.find(':', info.find(':', pos) + 1);
-    std::size_t slash = info.find('/', colon);
-    if (colon == std::string::npos || slash == std::string::npos) break;
-    std::string tl = info.substr(colon + 1, slash - colon - 1);
-    if (out.find(tl) == std::string::npos) out += (out.empty() ? "" : ",") + tl;
+    std::size_t end = info.find_first_of(" \n", colon);
+    if (colon == std::string::npos || end == std::string::npos) break;
+    std::string lane = info.substr(colon + 1, end - colon - 1);
+    if (auto dot = lane.rfind('.'); dot != std::string::npos && lane.find_first_not_of("0123456789", dot + 1) == std::string::npos) lane.erase(dot);
+    if (("," + out + ",").find("," + lane + ",") == std::string::npos) out += (out.empty() ? "" : ",") + lane;
   }
   return out;
 }

@@ -55,4 +55,8 @@ TEST(Host, InterfaceAddresses) {
   EXPECT_EQ(interface_address("lo"), "127.0.0.1");
   EXPECT_EQ(interface_address("no-such-if0"), "");
   EXPECT_FALSE(interface_address("").empty());
+  EXPECT_EQ(interface_with_address("127.0.0.1"), "lo");
+  EXPECT_EQ(interface_with_address(interface_address("lo")), "lo");
+  EXPECT_EQ(interface_with_address("192.0.2.77"), "") << "TEST-NET-1: no host has it";
+  EXPECT_EQ(interface_with_address("not an address"), "");
 }

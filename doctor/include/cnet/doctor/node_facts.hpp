@@ -76,6 +76,10 @@ struct NodeFacts {
   bool firewall_known = false;
   std::string firewall_problem;                 // why it is not known (no iptables-save, it hung, ...)
   std::vector<std::string> job_fabric;          // NICs jobs use from UCX_NET_DEVICES/NCCL_SOCKET_IFNAME, if set
+  // The interface job traffic leaves by: the first job_fabric netdev, else the one holding this node's
+  // Slurm address (NodeAddr or its resolved name); its MTU must match the other nodes' (--job compares).
+  std::string job_interface;
+  unsigned job_interface_mtu = 0;
   std::optional<std::uint32_t> slurm_version;   // the running Slurm's (slurmd -V), 0x160508 for 22.05.8
   std::vector<PluginFile> cnet_plugins;         // cnet.so (plugstack.conf), job_submit_cnet.so, gres_rdma.so (PluginDir)
   MungeState munge;

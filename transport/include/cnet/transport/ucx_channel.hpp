@@ -76,7 +76,8 @@ class UcxChannel {
   void send_blocking(std::uint32_t peer, std::uint32_t tag, std::span<const std::byte> data);
   void recv_blocking(std::uint32_t peer, std::uint32_t tag, std::span<std::byte> data);
 
-  // Which UCX transports the endpoint to `peer` uses, for reports ("tcp", "rc_mlx5", "sysv", ...).
+  // Which UCX transports and devices the endpoint to `peer` uses, for reports ("tcp/eth0",
+  // "rc_mlx5/mlx5_0:1,sysv/memory", ...).
   std::string transports_to(std::uint32_t peer);
 
  private:
