@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's main job: build, start a 2-node minicluster, run a 2-stage pipeline inference job across
+# The README's main job: build, start a 2-node minicluster (a network namespace per node), run a 2-stage pipeline inference job across
 # it through srun under a cnet resource template, verify it bit for bit against one process, show the
 # result and throughput, and stop the cluster again.
 #   --keep               leave the cluster running
@@ -54,9 +54,10 @@ fi
 export CNET_MINICLUSTER_DIR=${CNET_MINICLUSTER_DIR:-/var/tmp/cnet-demo-$(id -u)}
 mc=$repo/contrib/minicluster
 "$mc" down >/dev/null
-"$mc" up 2
+# --net: each node has a network (and address) of its own, so the link check below crosses a real link
+"$mc" up 2 --net
 ((keep)) || trap '"$mc" down' EXIT
-"$mc" run -- sinfo -N -o '%N %t %c %G'
+"$mc" run -- sinfo -N -o '%N %o %t %c %G'
 echo
 echo "$ cnet-topo --format matrix      # this node, as cnet sees it"
 "$bin/cnet-topo" --format matrix | sed -n '1,/^$/p'
