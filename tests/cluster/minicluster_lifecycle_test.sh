@@ -54,4 +54,14 @@ for cmd in down "up 1"; do
   [[ $out == *"was not made by minicluster"* ]] || fail "'$cmd' gave no reason: $out"
   [[ -f $second/precious/data ]] || fail "'$cmd' removed a folder it did not make"
 done
+# --net's knobs are checked before anything starts, each refusal naming the fix.
+for bad in "2 --mtu cn2=1500|give --net too" "2 --net --mtu cn3=1500|cn3 is not a node of this cluster" \
+           "2 --net --mtu cn2=15|'15' for cn2 is not valid" "2 --net --rate cn1=fast|'fast' for cn1 is not valid" \
+           "2 --net --mtu cn2|not NODE=VALUE"; do
+  if out=$("$CNET_MINICLUSTER" up ${bad%%|*} 2>&1); then "$CNET_MINICLUSTER" down >/dev/null; fail "up ${bad%%|*} started"; fi
+  [[ $out == *"${bad#*|}"* ]] || fail "up ${bad%%|*}: $out"
+done
+[[ ! -e $CNET_MINICLUSTER_DIR/run ]] || fail "a refused up left state behind"
+if out=$("$CNET_MINICLUSTER" link-down cn1 2>&1); then fail "link-down without a cluster"; fi
+
 echo "second cluster on $second_port (fixture: $first_port) came up and went down cleanly"
