@@ -393,9 +393,11 @@ TopologyHandle load_hwloc(const DiscoveryOptions& options) {
       throw TopologyError("sysfs root '" + options.sysfs_root->string() + "' has no sys/ folder");
     // hwloc's linux component reads /sys and /proc below HWLOC_FSROOT.
     setenv("HWLOC_FSROOT", options.sysfs_root->c_str(), 1);
-    // The x86 component asks the CPU we run on (cpuid), not the tree: its vendor and caches would
-    // describe this machine instead of the one the tree was taken from.
-    hwloc_topology_set_components(t.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
+    // These components ask the machine we run on, not the tree: x86 its CPU (cpuid: vendor, caches),
+    // opencl and gl its drivers and displays. Their answers would describe this machine instead of the
+    // one the tree was taken from (and loading this machine's OpenCL drivers is slow besides).
+    for (const char* here : {"x86", "opencl", "gl"})
+      hwloc_topology_set_components(t.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, here);
   }
   int rc = hwloc_topology_load(t.get());
   if (options.sysfs_root && *options.sysfs_root != "/") unsetenv("HWLOC_FSROOT");
