@@ -93,7 +93,7 @@ int run_job_mode(const DoctorConfig& config, const GatherOptions& gather, const 
   if (me.local_rank == 0) {  // one report per node
     auto facts = gather_facts(g);
     auto results = run_checks(facts, config);
-    NodeReport report{facts.hostname, to_string(worst(results)), {}, {}, facts.munge.credential, topology::driver_summaries(facts.nic_settings)};
+    NodeReport report{facts.hostname, to_string(worst(results)), {}, {}, facts.munge.credential, facts.nic_drivers};
     munge_socket = facts.munge.socket;
     for (const auto& r : results)
       if (r.status == Status::fail) report.failing.push_back(r.check + ": " + r.seen);

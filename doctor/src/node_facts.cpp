@@ -452,7 +452,12 @@ NodeFacts gather_facts(const GatherOptions& o) {
   if (!f.cnet_plugins.empty()) f.slurm_version = running_slurm_version(o);
   f.now = static_cast<std::int64_t>(std::time(nullptr));
   if (!conf_text.empty()) read_held_jobs(o, conf, f);
-  f.nic_settings = topology::read_nic_settings(o.root, o.ethtool ? o.ethtool : o.root == "/" ? topology::EthtoolReader(topology::read_ethtool) : nullptr);
+  auto ethtool = o.ethtool ? o.ethtool : o.root == "/" ? topology::EthtoolReader(topology::read_ethtool) : nullptr;
+  f.nic_settings = topology::read_nic_settings(o.root, ethtool);
+  // What a link baseline records: every NIC's driver, or, with no NIC at all (a container's or a network
+  // namespace's veth), the driver of the interface job traffic leaves by.
+  f.nic_drivers = topology::driver_summaries(f.nic_settings);
+  if (f.nic_drivers.empty()) f.nic_drivers = topology::measured_drivers(o.root, f.job_interface, ethtool);
   return f;
 }
 

@@ -113,6 +113,20 @@ std::string driver_summaries(const std::vector<NicSettings>& nics, const std::st
   return common::join(out, "; ");
 }
 
+std::string measured_drivers(const std::string& root, const std::string& only, const EthtoolReader& ethtool) {
+  std::string found = driver_summaries(read_nic_settings(root, ethtool), only);
+  std::string netdev = only.substr(0, only.find(':'));
+  if (!found.empty() || netdev.empty() || !ethtool) return found;
+  auto a = ethtool(netdev);
+  if (!a || a->driver.empty()) return found;
+  NicSettings s;
+  s.netdev = netdev;
+  s.driver = a->driver;
+  s.driver_version = a->driver_version;
+  s.firmware = a->firmware;
+  return s.driver_summary();
+}
+
 std::optional<EthtoolAnswers> read_ethtool(const std::string& netdev) {
   if (netdev.empty() || if_nametoindex(netdev.c_str()) == 0) return std::nullopt;
   EthtoolSocket sock;

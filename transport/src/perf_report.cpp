@@ -238,6 +238,16 @@ std::vector<common::MetricFamily> report_metrics(const PerfReport& r, int regres
   return out;
 }
 
+std::string network_device_of(const std::string& transports) {
+  for (const auto& lane : common::split(transports, ',')) {
+    auto slash = lane.find('/');
+    if (slash == std::string::npos) continue;
+    std::string device = lane.substr(slash + 1);
+    if (device != "memory" && !device.empty()) return device;
+  }
+  return "";
+}
+
 std::string format_size(std::size_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB"};
   int u = 0;

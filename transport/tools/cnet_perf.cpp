@@ -308,8 +308,10 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     };
 
-    // Each host's NIC drivers and firmware go into the report, so a baseline can tell a driver change.
-    auto drivers = boot->allgather_text("cnet.perf.drivers", cnet::topology::driver_summaries(cnet::topology::read_nic_settings("/", cnet::topology::read_ethtool), nic));
+    // Each host's driver and firmware of the device measured (every NIC's when the traffic stayed in
+    // memory) go into the report, so a baseline can tell a driver change.
+    std::string measured = nic.empty() ? network_device_of(transports) : nic;
+    auto drivers = boot->allgather_text("cnet.perf.drivers", cnet::topology::measured_drivers("/", measured, cnet::topology::read_ethtool));
     PerfReport report;
     if (mode == "p2p") {
       if (lead && !s.json) banner(2);

@@ -57,6 +57,23 @@ TEST(NicSettings, ReadFromARecordedTree) {
   EXPECT_EQ(driver_summaries(nics, "eth9"), "");
 }
 
+// A link measured over a veth (a container's or a network namespace's eth0) records the veth's driver:
+// sysfs lists no NIC for it, ethtool still names the driver that carried the traffic.
+TEST(NicSettings, MeasuredOverASoftwareInterface) {
+  TempDir d;
+  d.write("sys/class/net/eth0/mtu", "9000\n");  // no device link: software
+  EthtoolAnswers veth;
+  veth.driver = "veth", veth.driver_version = "1.0";
+  EthtoolReader ethtool = [&](const std::string& n) -> std::optional<EthtoolAnswers> {
+    if (n == "eth0") return veth;
+    return std::nullopt;
+  };
+  EXPECT_EQ(driver_summaries(read_nic_settings(d.path().string(), ethtool), "eth0"), "") << "not a NIC to tune";
+  EXPECT_EQ(measured_drivers(d.path().string(), "eth0", ethtool), "eth0 veth 1.0");
+  EXPECT_EQ(measured_drivers(d.path().string(), "eth9", ethtool), "") << "an interface ethtool does not know";
+  EXPECT_EQ(measured_drivers(d.path().string(), "", ethtool), "") << "all NICs: there are none";
+}
+
 TEST(NicSettings, DamagedOrMissingFilesAreUnknownNotErrors) {
   TempDir d;
   FakeNic eth0;

@@ -112,3 +112,12 @@ TEST(PerfReport, BaselineRecordsNicDriversAndNamesAChange) {
   old_baseline.nic_drivers.clear();
   EXPECT_TRUE(driver_changes(baseline_from_json(baseline_json({old_baseline}))[0], now).empty());
 }
+
+// A baseline records the driver of the device the traffic crossed, which UCX names in its lanes.
+TEST(PerfReport, NetworkDeviceOfTheTransports) {
+  EXPECT_EQ(network_device_of("tcp/eth0"), "eth0");
+  EXPECT_EQ(network_device_of("rc_mlx5/mlx5_0:1,ud_mlx5/mlx5_0:1"), "mlx5_0:1");
+  EXPECT_EQ(network_device_of("sysv/memory,cma/memory"), "");
+  EXPECT_EQ(network_device_of("self"), "");
+  EXPECT_EQ(network_device_of(""), "");
+}

@@ -84,6 +84,7 @@ struct NodeFacts {
   std::vector<PluginFile> cnet_plugins;         // cnet.so (plugstack.conf), job_submit_cnet.so, gres_rdma.so (PluginDir)
   MungeState munge;
   std::vector<topology::NicSettings> nic_settings;  // queues, rings, IRQ binding, driver/firmware, offloads
+  std::string nic_drivers;  // driver_summaries() of them, else the job interface's driver (a veth's)
   // Running and completing jobs on this node as slurmctld lists them (squeue -w), at `now`: one stuck
   // completing, or running long past its end, holds resources nobody else can use.
   std::vector<scheduling::HeldJob> held_jobs;

@@ -65,6 +65,10 @@ std::vector<std::string> driver_changes(const PerfReport& baseline, const PerfRe
 // regressed against the baseline, -1 when none was compared) and cnet_perf_last_run_timestamp_seconds.
 std::vector<common::MetricFamily> report_metrics(const PerfReport& report, int regressed_sizes, double now);
 
+// The network device a report's transports name ("tcp/eth0" -> "eth0", "rc_mlx5/mlx5_0:1,ud_mlx5/mlx5_0:1"
+// -> "mlx5_0:1"); "" when the traffic stayed in memory ("sysv/memory,cma/memory", "self").
+std::string network_device_of(const std::string& transports);
+
 std::string format_size(std::size_t bytes);  // "4 MiB", "512 B"
 
 }  // namespace cnet::transport
