@@ -6,6 +6,8 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace cnet::common {
 
 std::string hostname() {
@@ -36,6 +38,18 @@ std::string interface_address(const std::string& iface) {
   freeifaddrs(list);
   if (found.empty() && iface.empty()) found = "127.0.0.1";
   return found;
+}
+
+std::vector<std::string> ipv4_interfaces() {
+  std::vector<std::string> names;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return names;
+  for (ifaddrs* a = list; a; a = a->ifa_next)
+    if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET && (a->ifa_flags & IFF_UP) && !(a->ifa_flags & IFF_LOOPBACK) &&
+        std::find(names.begin(), names.end(), a->ifa_name) == names.end())
+      names.emplace_back(a->ifa_name);
+  freeifaddrs(list);
+  return names;
 }
 
 std::string interface_with_address(const std::string& address) {

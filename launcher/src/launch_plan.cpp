@@ -35,6 +35,23 @@ std::string value_of(const LaunchPlan& plan, const std::string& name) {
   return "";
 }
 
+// GLOO_SOCKET_IFNAME: --master-iface, else the first interface NCCL_SOCKET_IFNAME names that this
+// node has up, else the node's default interface (gloo aborts on a name it cannot find), else unset.
+std::string gloo_interface(const LaunchRequest& r, const std::string& nccl, std::string& warning) {
+  if (!r.master_iface.empty()) return r.master_iface;
+  auto here = [&](const std::string& name) { return std::find(r.interfaces.begin(), r.interfaces.end(), name) != r.interfaces.end(); };
+  std::vector<std::string> named;
+  if (!nccl.empty() && nccl.front() != '^') named = split(nccl.front() == '=' ? nccl.substr(1) : nccl, ',');
+  for (const auto& name : named)
+    if (here(name)) return name;
+  if (r.interfaces.empty()) return "";
+  if (!named.empty())
+    warning += std::string(warning.empty() ? "" : "; ") + "NCCL_SOCKET_IFNAME names " + common::join(named, ",") +
+               ", which " + (named.size() == 1 ? "is" : "are") + " not up with an IPv4 address on " + r.placement.hostname +
+               "; gloo uses " + r.interfaces.front() + " (choose with --master-iface)";
+  return r.interfaces.front();
+}
+
 }  // namespace
 
 std::vector<unsigned> node_ranks(const std::vector<std::string>& hosts) {
@@ -116,9 +133,8 @@ LaunchPlan plan_launch(const LaunchRequest& r, const topology::NodeTopology* top
     }
   }
 
-  if (!r.master_iface.empty()) set(plan, "GLOO_SOCKET_IFNAME", r.master_iface);
-  else if (auto nccl = value_of(plan, "NCCL_SOCKET_IFNAME"); !nccl.empty())
-    set(plan, "GLOO_SOCKET_IFNAME", split(nccl.front() == '=' ? nccl.substr(1) : nccl, ',').front());
+  if (auto gloo = gloo_interface(r, value_of(plan, "NCCL_SOCKET_IFNAME"), plan.warning); !gloo.empty())
+    set(plan, "GLOO_SOCKET_IFNAME", gloo);
 
   if (!r.omp_num_threads.empty()) {
     set(plan, "OMP_NUM_THREADS", r.omp_num_threads);

@@ -122,6 +122,7 @@ int main(int argc, char** argv) {
   request.bind = *bind_mode;
   request.gpu_bind = gpu_bind == "single" ? launcher::GpuBind::single : launcher::GpuBind::visible;
   request.master_iface = master_iface;
+  request.interfaces = common::ipv4_interfaces();
   request.cuda_visible_devices = env_or("CUDA_VISIBLE_DEVICES");
   std::string gpus = env_or("SLURM_STEP_GPUS", request.cuda_visible_devices);
   if (auto parsed = common::parse_ranges(gpus); parsed && !gpus.empty()) request.step_gpus = *parsed;

@@ -30,6 +30,7 @@ LaunchRequest four_tasks(unsigned rank) {
   r.rank_hosts = {"n1", "n1", "n2", "n2"};
   r.master_addr = "10.0.0.1";
   r.master_port = 29500;
+  r.interfaces = {"eth0", "ib0"};
   for (unsigned c = 0; c < 32; ++c) r.allowed_cpus.push_back(c);
   r.bind = cnet::scheduling::BindMode::none;
   return r;
@@ -110,6 +111,24 @@ TEST(LaunchPlan, StrictBindingStaysInsideTheTasksAllowedCpus) {
   plan = plan_launch(r, &node);
   EXPECT_TRUE(plan.cpus.empty());
   EXPECT_NE(plan.warning.find("binding left as is"), std::string::npos) << plan.warning;
+}
+
+// The topology names ib0 for sockets, but this node has no such interface up (a stale topology file,
+// an IPoIB port down): gloo would abort with "Unable to find address for: ib0". It gets the node's own
+// interface instead, and the user is told why.
+TEST(LaunchPlan, GlooNeverNamesAnInterfaceThisNodeLacks) {
+  auto node = fixture("32em64t-2n8c2t-pci-wholeio.xml");
+  auto r = four_tasks(1);
+  r.bind = cnet::scheduling::BindMode::strict;
+  r.step_gpus = {1, 2};
+  r.interfaces = {"eth0"};
+  auto plan = plan_launch(r, &node);
+  ASSERT_EQ(plan.error, "");
+  EXPECT_EQ(vars(plan)["GLOO_SOCKET_IFNAME"], "eth0");
+  EXPECT_NE(plan.warning.find("ib0"), std::string::npos) << plan.warning;
+  EXPECT_NE(plan.warning.find("--master-iface"), std::string::npos) << plan.warning;
+  r.interfaces = {};  // nothing but loopback: gloo finds its own way (the hostname's address)
+  EXPECT_EQ(vars(plan_launch(r, &node)).count("GLOO_SOCKET_IFNAME"), 0u);
 }
 
 TEST(LaunchPlan, SingleGpuBindNarrowsVisibleDevicesInTheTasksNumbering) {

@@ -25,6 +25,7 @@ struct LaunchRequest {
   scheduling::BindMode bind = scheduling::BindMode::closest;
   GpuBind gpu_bind = GpuBind::visible;
   std::string master_iface;            // also exported as GLOO_SOCKET_IFNAME when set
+  std::vector<std::string> interfaces;  // this node's up, non-loopback IPv4 interfaces, the default first
   std::vector<unsigned> step_gpus;     // SLURM_STEP_GPUS (or CUDA_VISIBLE_DEVICES) as indexes
   std::string cuda_visible_devices;    // as the task got it
   std::string nccl_topo_file;          // kept as the SPANK plugin set it
