@@ -58,19 +58,8 @@ if [[ ${CNET_SKIP_SANITIZE:-0} != 1 ]]; then
     -DCNET_SANITIZE=address,undefined -DCNET_WITH_CUDA=OFF
   # hwloc's libpciaccess plugin leaks when unloaded (its linux component reads PCI from sysfs anyway);
   # PMIx and UCX keep some allocations until exit (tests/lsan.supp).
-  sanitized_unit_tests() {
-    HWLOC_COMPONENTS=-pci LSAN_OPTIONS="suppressions=$repo/tests/lsan.supp:print_suppressions=0" \
-      ctest --test-dir "$build-sanitize" --output-on-failure "$@"
-  }
-  # LeakSanitizer's own stop-the-world tracer now and then crashes at exit after a test has passed
-  # ("Tracer caught signal 11 ... LeakSanitizer has encountered a fatal error"): a crash of the checker,
-  # not a leak report, and not met again on a rerun. Then the failed tests alone run once more; a real
-  # leak or failure fails again there.
-  if ! sanitized_unit_tests -L unit 2>&1 | tee "$build-sanitize/unit-tests.log"; then
-    grep -q 'LeakSanitizer has encountered a fatal error' "$build-sanitize/unit-tests.log" || exit 1
-    echo "run-tests: LeakSanitizer's tracer crashed (above); running the failed tests once more" >&2
-    sanitized_unit_tests --rerun-failed
-  fi
+  HWLOC_COMPONENTS=-pci LSAN_OPTIONS="suppressions=$repo/tests/lsan.supp:print_suppressions=0" \
+    ctest --test-dir "$build-sanitize" -L unit --output-on-failure
   # The plugins and tools as slurmctld, slurmd, slurmstepd and srun run them: the sanitizer-built
   # plugins inside the real daemons (runtimes preloaded), the tools under the cluster tests that use
   # them. A report ends the daemon or tool, which fails its test; reports also land in $build-sanitize/asan.
