@@ -54,8 +54,8 @@ fi
 export CNET_MINICLUSTER_DIR=${CNET_MINICLUSTER_DIR:-/var/tmp/cnet-demo-$(id -u)}
 mc=$repo/contrib/minicluster
 "$mc" down >/dev/null
-# --net: each node has a network (and address) of its own, so the link check below crosses a real link
-"$mc" up 2 --net
+# each node has a network (and address) of its own, so the link check below crosses a real link
+"$mc" up 2
 ((keep)) || trap '"$mc" down' EXIT
 "$mc" run -- sinfo -N -o '%N %o %t %c %G'
 echo

@@ -54,8 +54,9 @@ for cmd in down "up 1"; do
   [[ $out == *"was not made by minicluster"* ]] || fail "'$cmd' gave no reason: $out"
   [[ -f $second/precious/data ]] || fail "'$cmd' removed a folder it did not make"
 done
-# --net's knobs are checked before anything starts, each refusal naming the fix.
-for bad in "2 --mtu cn2=1500|give --net too" "2 --net --mtu cn3=1500|cn3 is not a node of this cluster" \
+# The network's knobs are checked before anything starts, each refusal naming the fix.
+for bad in "2 --host-net --mtu cn2=1500|drop --host-net" "2 --rdma 1 --cloud 1 --net|drop --net" \
+           "2 --net --mtu cn3=1500|cn3 is not a node of this cluster" \
            "2 --net --mtu cn2=15|'15' for cn2 is not valid" "2 --net --rate cn1=fast|'fast' for cn1 is not valid" \
            "2 --net --mtu cn2|not NODE=VALUE"; do
   if out=$("$CNET_MINICLUSTER" up ${bad%%|*} 2>&1); then "$CNET_MINICLUSTER" down >/dev/null; fail "up ${bad%%|*} started"; fi
@@ -63,5 +64,12 @@ for bad in "2 --mtu cn2=1500|give --net too" "2 --net --mtu cn3=1500|cn3 is not 
 done
 [[ ! -e $CNET_MINICLUSTER_DIR/run ]] || fail "a refused up left state behind"
 if out=$("$CNET_MINICLUSTER" link-down cn1 2>&1); then fail "link-down without a cluster"; fi
+# A step of --net's set-up failing (here tc) stops it there and removes every namespace and veth made so far.
+mkdir -p "$second/bin" && printf '#!/bin/sh\necho "tc: refused by the test" >&2\nexit 1\n' >"$second/bin/tc" && chmod +x "$second/bin/tc"
+namespaces=$(ip netns list | grep -c '^cnet' || true) links=$(ip -o link show | grep -c ': cnh' || true)
+if out=$(PATH=$second/bin:$PATH "$CNET_MINICLUSTER" up 2 --net --rate cn1=1gbit 2>&1); then fail "up --net with a failing tc started"; fi
+[[ $out == *"tc: refused by the test"*"could not make the nodes' network"* ]] || fail "the failed set-up gave no reason: $out"
+expect_eq "$(ip netns list | grep -c '^cnet' || true) $(ip -o link show | grep -c ': cnh' || true)" "$namespaces $links" "namespaces and veths after a failed --net set-up"
+[[ ! -e $CNET_MINICLUSTER_DIR ]] || fail "a failed --net set-up left its state folder"
 
 echo "second cluster on $second_port (fixture: $first_port) came up and went down cleanly"
