@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
       ("verify", "afterwards run the whole model on one process and compare (bit-identical required)")
       ("verify-tolerance", po::value(&o.verify_tolerance)->default_value(0), "accept a largest relative error up to this")
       ("timeout", po::value(&timeout_s)->default_value(timeout_s), "seconds one transfer may take before the stage is called hung")
-      ("peer-failure", po::value(&peer_failure)->default_value(peer_failure), "on: a dead stage ends the job at once (UCX over tcp/ib); off: shared memory")
+      ("peer-failure", po::value(&peer_failure)->default_value(peer_failure), "on: a dead stage ends the job at once (same node: shared memory, its process watched; else tcp/ib); off: no detection")
       ("local", po::value(&local), "run N ranks on this machine with cnet's own PMIx server")
       ("json", "print a JSON summary at the end");
   try {

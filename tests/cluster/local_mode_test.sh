@@ -13,6 +13,9 @@ echo "transport_check passes with 2 and 3 local ranks"
 
 out=$("$CNET_BIN/cnet-perf" --local 2 p2p --max-size 4096 --iters 20 --json)
 /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["ranks"]==2 and len(r["results"])==5' <<<"$out" || fail "cnet-perf --local JSON: $out"
+# Ranks on one node talk over shared memory by default, peer-failure detection and all.
+/usr/bin/python3 -c 'import json,sys; t=json.load(sys.stdin)["transports"]; assert "memory" in t and "tcp" not in t, t' <<<"$out" ||
+  fail "same-node ranks do not use shared memory: $out"
 
 # A rank killed mid-transfer: the launcher names it and stops the rest at once, no hang.
 start=$SECONDS

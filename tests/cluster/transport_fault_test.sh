@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Failures become clear errors, not hangs: a peer killed mid-transfer is named by the survivor within
-# 10 s, and a rank that never reaches a fence is named when the fence times out.
+# Failures become clear errors, not hangs: a peer killed mid-transfer, on another node or on the same
+# one (shared memory), is named by the survivor within 10 s, and a rank that never reaches a fence is named when the fence times out.
 source "$(dirname "$0")/lib.sh"
 # --cnet-bind=none: the fixture cluster's cnet.so describes the 32em64t machine, whose mlx5_0 is not here.
 
@@ -9,6 +9,13 @@ out=$(on_cluster srun --mpi=pmix --cnet-bind=none -N2 -n2 "$CNET_BIN/transport_f
 echo "$out"
 grep -Eq '^survivor: .*rank 1 on cn2 (is gone|failed)' <<<"$out" || fail "the survivor did not name the dead peer"
 ((SECONDS - start < 10)) || fail "took $((SECONDS - start)) s to notice the dead peer"
+
+# The same on one node, where the pair talks over shared memory: the survivor sees the process exit.
+start=$SECONDS
+out=$(on_cluster srun --mpi=pmix --cnet-bind=none -N1 -n2 "$CNET_BIN/transport_fault" peer-dies 2>/dev/null) && fail "same-node peer-dies exited 0"
+echo "$out"
+grep -q '^survivor: .*rank 1 on cn1 is gone (its process exited)' <<<"$out" || fail "the survivor did not name the dead same-node peer"
+((SECONDS - start < 10)) || fail "took $((SECONDS - start)) s to notice the dead same-node peer"
 
 out=$(on_cluster srun --mpi=pmix --cnet-bind=none --kill-on-bad-exit=1 -N2 -n3 "$CNET_BIN/transport_fault" late-rank 2>/dev/null) && fail "late-rank exited 0"
 echo "$out"

@@ -7,6 +7,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+
+#include "cnet/transport/peer_watch.hpp"
 
 namespace cnet::transport {
 namespace {
@@ -35,6 +38,8 @@ struct UcxChannel::Ucx {
     std::uint32_t peer;
   };
   std::vector<ErrorSlot> error_slots;
+  std::vector<std::optional<PeerWatch>> watches;  // same-node peers' processes
+  bool abandoned_request = false;  // a send to a dead same-node peer that UCX can never finish
 };
 
 UcxChannel::UcxChannel(Bootstrap& bootstrap, UcxOptions options)
@@ -76,6 +81,13 @@ UcxChannel::UcxChannel(Bootstrap& bootstrap, UcxOptions options)
   ucx_->addresses = bootstrap.allgather("cnet.ucx.address." + suffix, std::span(bytes, address_length));
   ucp_worker_release_address(ucx_->worker, address);
   hosts_ = bootstrap.allgather_text("cnet.ucx.host." + suffix, bootstrap.placement().hostname);
+  // Same node (as Slurm names it) and the process visible from here: shared memory, watched by pid.
+  // Both sides decide alike, so each pair's endpoints agree on the error-handling mode.
+  auto processes = bootstrap.allgather_text("cnet.ucx.process." + suffix, process_identity());
+  ucx_->watches.resize(size_);
+  if (options_.detect_peer_failure)
+    for (std::uint32_t r = 0; r < size_; ++r)
+      if (r != rank_ && hosts_[r] == hosts_[rank_]) ucx_->watches[r] = PeerWatch::open(processes[r]);
 
   ucx_->endpoints.assign(size_, nullptr);
   ucx_->peer_status.assign(size_, UCS_OK);
@@ -84,14 +96,22 @@ UcxChannel::UcxChannel(Bootstrap& bootstrap, UcxOptions options)
 }
 
 UcxChannel::~UcxChannel() {
-  for (ucp_ep_h ep : ucx_->endpoints) {
+  // A send to a dead same-node peer is still inside UCX and can never finish: tearing UCX down under
+  // it is not worth the risk in a process that is about to report the failure and end.
+  if (ucx_->abandoned_request) return;
+  for (std::uint32_t peer = 0; peer < size_; ++peer) {
+    ucp_ep_h ep = ucx_->endpoints[peer];
     if (!ep) continue;
+    // Forced close needs peer error handling on both sides; a shared-memory endpoint is flushed.
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    param.flags = watched(peer) ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
     void* req = ucp_ep_close_nbx(ep, &param);
     if (UCS_PTR_IS_PTR(req)) {
-      while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(ucx_->worker);
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      while (ucp_request_check_status(req) == UCS_INPROGRESS && std::chrono::steady_clock::now() < deadline)
+        ucp_worker_progress(ucx_->worker);
+      if (ucp_request_check_status(req) == UCS_INPROGRESS) return;  // a flush a dead peer never answers
       ucp_request_free(req);
     }
   }
@@ -99,14 +119,17 @@ UcxChannel::~UcxChannel() {
   if (ucx_->context) ucp_cleanup(ucx_->context);
 }
 
+bool UcxChannel::watched(std::uint32_t peer) const { return ucx_->watches[peer].has_value(); }
+
 void* UcxChannel::endpoint(std::uint32_t peer) {
   if (peer >= size_) throw TransportError("rank " + std::to_string(peer) + " is outside this job of " + std::to_string(size_));
   if (ucx_->endpoints[peer]) return ucx_->endpoints[peer];
   ucp_ep_params_t params{};
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
   params.address = reinterpret_cast<const ucp_address_t*>(ucx_->addresses[peer].data());
-  params.err_mode = options_.detect_peer_failure ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
-  if (options_.detect_peer_failure) {
+  bool ucx_detects = options_.detect_peer_failure && !watched(peer);
+  params.err_mode = ucx_detects ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+  if (ucx_detects) {
     params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
     params.err_handler.cb = [](void* arg, ucp_ep_h, ucs_status_t status) {
       auto* slot = static_cast<Ucx::ErrorSlot*>(arg);
@@ -118,14 +141,14 @@ void* UcxChannel::endpoint(std::uint32_t peer) {
   if (status != UCS_OK)
     throw TransportError("cannot reach rank " + std::to_string(peer) + " on " + hosts_[peer] + ": " +
                          ucs_status_string(status) +
-                         (options_.detect_peer_failure ? " (peer-failure detection needs tcp or ib in UCX_TLS)" : ""));
+                         (ucx_detects ? " (peer-failure detection needs tcp or ib in UCX_TLS)" : ""));
   return ucx_->endpoints[peer];
 }
 
 void UcxChannel::check_peer(std::uint32_t peer, const char* what) {
   if (ucx_->peer_status[peer] != UCS_OK)
     throw PeerFailure(peer, std::string(what) + ": rank " + std::to_string(peer) + " on " + hosts_[peer] +
-                                " is gone (" + ucs_status_string(ucx_->peer_status[peer]) + ")");
+                                " is gone (" + (watched(peer) ? "its process exited" : ucs_status_string(ucx_->peer_status[peer])) + ")");
 }
 
 std::unique_ptr<UcxChannel::Request> UcxChannel::send(std::uint32_t peer, std::uint32_t tag, std::span<const std::byte> data) {
@@ -171,6 +194,14 @@ void UcxChannel::wait(Request& req) {
       break;
     }
     if (++spins % 1024 == 0) {
+      if (watched(req.peer) && ucx_->peer_status[req.peer] == UCS_OK && ucx_->watches[req.peer]->exited())
+        ucx_->peer_status[req.peer] = UCS_ERR_CONNECTION_RESET;
+      if (ucx_->peer_status[req.peer] != UCS_OK && watched(req.peer) && req.is_send) {
+        // UCX cannot cancel a send; over shared memory it would wait for the dead peer forever
+        ucx_->abandoned_request = true;
+        req.handle = nullptr;
+        check_peer(req.peer, "send");
+      }
       if (ucx_->peer_status[req.peer] != UCS_OK) {
         ucp_request_cancel(ucx_->worker, req.handle);
         while (ucp_request_check_status(req.handle) == UCS_INPROGRESS) ucp_worker_progress(ucx_->worker);

@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
       ("key-file", po::value(&key_file), "standalone: the shared key both sides prove they know (else $CNET_PERF_KEY; -s makes one up and prints it)")
       ("wait", po::value(&wait_s)->default_value(wait_s), "standalone: seconds to wait for the other side")
       ("peer-failure", po::value(&peer_failure)->default_value(peer_failure),
-       "on: a dead peer is an error (UCX then needs tcp/ib, also within a node); off: shared memory within a node")
+       "on: a dead peer is an error (same-node peers over shared memory, watched by their process; others over tcp/ib); off: no detection")
       ("sweep", po::value(&sweep_argument),
        "p2p: measure once per value of one UCX setting, VAR=v1,v2,... (UCX_RC_TX_QUEUE_LEN=256,512,1024,2048); "
        "the best value by P99 is marked. One size (1 MiB) unless --min-size/--max-size are given")

@@ -2,7 +2,9 @@
 // UcxChannel: point-to-point messages between the ranks of a job over UCX (host memory). One UCP
 // context and worker per process; worker addresses are exchanged through the Bootstrap; endpoints are
 // made on first use. Large messages go zero-copy (UCX rendezvous). A peer that dies turns every wait
-// involving it into PeerFailure instead of a hang (UCP_ERR_HANDLING_MODE_PEER plus keepalive).
+// involving it into PeerFailure instead of a hang: a peer on another node through UCX's own failure
+// handling (UCP_ERR_HANDLING_MODE_PEER plus keepalive, over tcp or ib), a peer on this node by watching
+// its process (PeerWatch), so that same-node ranks keep UCX's shared-memory transports.
 
 #include <chrono>
 #include <cstddef>
@@ -33,8 +35,8 @@ class PeerFailure : public TransportError {
 };
 
 struct UcxOptions {
-  // Detect dead peers (needs a transport with failure handling, i.e. tcp or ib, also between local
-  // ranks; costs intra-node bandwidth). Off: faster shared memory, but a dead peer can hang a wait.
+  // Detect dead peers: same-node ones by their process exit (shared memory stays), others by UCX's
+  // failure handling (tcp or ib). Off: no detection at all; a dead peer hangs a wait until `timeout`.
   bool detect_peer_failure = true;
   // How long one wait may take before it is reported as a stall naming the peer.
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
@@ -84,6 +86,7 @@ class UcxChannel {
   struct Ucx;
   void* endpoint(std::uint32_t peer);
   void check_peer(std::uint32_t peer, const char* what);
+  bool watched(std::uint32_t peer) const;  // a same-node peer whose process this rank watches
   std::uint32_t rank_ = 0, size_ = 1;
   UcxOptions options_;
   std::vector<std::string> hosts_;
