@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Nodes with networks of their own (minicluster --net): each node's eth0 on a private bridge, cn2 at MTU
+# Nodes with networks of their own (the minicluster's default): each node's eth0 on a private bridge, cn2 at MTU
 # 1500 while the others have 9000, cn3's link shaped to 200 Mbit/s. What only separate networks show:
 # UCX and the bootstrap use the node's own interface, MASTER_ADDR is rank 0's node address and gloo
 # all_reduce crosses the namespaces, cnet-doctor --job names the MTU mismatch, the slow link is flagged
