@@ -3,7 +3,7 @@
 #   tests/bench/run.sh [BUILD_DIR]     (default build/)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=${1:-$repo/build}
+build=$(cd "${1:-$repo/build}" && pwd)  # absolute: the minicluster writes it into its configuration
 fixtures=${CNET_FIXTURES_DIR:-$repo/../shared/fixtures}
 
 # topology: full discovery + every emitter on the largest fixture; target < 50 ms median.
@@ -38,7 +38,8 @@ echo "== spank: srun -N2 true with and without cnet.so (needs root)"
 export CNET_MINICLUSTER_DIR=$build/bench-minicluster CNET_BUILD_DIR=$build
 mc=$repo/contrib/minicluster
 "$mc" down >/dev/null
-"$mc" up 2 >/dev/null
+# On the host's network: the cross-node transport peers below (ucx_perftest, Open MPI) run over loopback too.
+"$mc" up 2 --host-net >/dev/null
 cleanup() { rm -f "$json"; "$mc" down >/dev/null; }
 plugstack=$CNET_MINICLUSTER_DIR/etc/plugstack.conf
 cp "$plugstack" "$plugstack.with"
@@ -62,49 +63,68 @@ w, wo = (statistics.median(map(int, a.split())) for a in sys.argv[1:3])
 print(f"spank: median launch {w / 1000:.1f} ms with cnet.so, {wo / 1000:.1f} ms without: ratio {w / wo:.3f}x (target <= 1.05x: {'ok' if w / wo <= 1.05 else 'MISSED'})")
 PY
 
-# transport: cnet-perf between two minicluster nodes against ucx_perftest and Open MPI on this host.
-# cnet's channel runs with peer-failure detection, so ucx_perftest gets -e (the same error mode).
+# transport, same node: cnet-perf --local 2 in its default mode (shared memory, a dead peer still
+# detected by its process exit) against plain ucx_perftest (shared memory) and Open MPI; across two
+# minicluster nodes (tcp over loopback, UCX's peer failure handling) against ucx_perftest -e.
 echo "== transport: cnet-perf vs ucx_perftest (p2p) and Open MPI (allreduce)"
 port=$((20000 + RANDOM % 10000))
-perftest() {  # perftest TEST SIZE ITERS -> ucx_perftest's "Final:" line
-  ucx_perftest -p "$port" >/dev/null 2>&1 &
-  local server=$! line
+perftest() {  # perftest TEST SIZE ITERS [ARGS...] -> ucx_perftest's "Final:" line
+  local test=$1 size=$2 iters=$3 server line
+  shift 3
+  ucx_perftest -p "$port" "$@" >/dev/null 2>&1 &
+  server=$!
   sleep 0.5
-  line=$(ucx_perftest 127.0.0.1 -p "$port" -t "$1" -s "$2" -n "$3" -e 2>/dev/null | grep '^Final:' || true)
+  line=$(ucx_perftest 127.0.0.1 -p "$port" -t "$test" -s "$size" -n "$iters" "$@" 2>/dev/null | grep '^Final:' || true)
   wait "$server" 2>/dev/null || true
   echo "$line"
 }
+local_perf() { "$build/bin/cnet-perf" --local 2 "$@" --json 2>/dev/null; }
 cnet_perf() { "$mc" run -- srun --mpi=pmix --cnet-bind=none -N2 -n2 "$build/bin/cnet-perf" "$@" --json 2>/dev/null; }
+shm_bw=$(local_perf p2p --min-size 4194304 --max-size 4194304 --iters 400)
+echo "  cnet-perf --local 2 p2p 4 MiB done ($(/usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["transports"])' <<<"$shm_bw"))"
+ucx_shm_bw=$(perftest tag_bw 4194304 400)
+echo "  ucx_perftest tag_bw (shared memory): $ucx_shm_bw"
 p2p_bw=$(cnet_perf p2p --min-size 4194304 --max-size 4194304 --iters 400)
-echo "  cnet-perf p2p 4 MiB done"
-ucx_bw=$(perftest tag_bw 4194304 400)
-echo "  ucx_perftest tag_bw: $ucx_bw"
+echo "  cnet-perf p2p 4 MiB across nodes done"
+ucx_bw=$(perftest tag_bw 4194304 400 -e)
+echo "  ucx_perftest -e tag_bw: $ucx_bw"
 p2p_lat=$(cnet_perf p2p --min-size 8 --max-size 8 --iters 20000 --warmup 1000)
-echo "  cnet-perf p2p 8 B done"
-ucx_lat=$(perftest tag_lat 8 20000)
-echo "  ucx_perftest tag_lat: $ucx_lat"
-ar=$(cnet_perf allreduce --min-size 67108864 --max-size 67108864 --iters 10 --warmup 4)
-ar_sm=$(cnet_perf allreduce --min-size 67108864 --max-size 67108864 --iters 10 --warmup 4 --peer-failure off)
-echo "  cnet-perf allreduce 64 MiB done (peer-failure detection on, and off)"
+echo "  cnet-perf p2p 8 B across nodes done"
+ucx_lat=$(perftest tag_lat 8 20000 -e)
+echo "  ucx_perftest -e tag_lat: $ucx_lat"
+ar_fast=$(local_perf allreduce --min-size 67108864 --max-size 67108864 --iters 10 --warmup 4 --reduce fast)
+ar_det=$(local_perf allreduce --min-size 67108864 --max-size 67108864 --iters 10 --warmup 4 --reduce deterministic)
+echo "  cnet-perf --local 2 allreduce 64 MiB done (fast and deterministic)"
+ar_tcp=$(cnet_perf allreduce --min-size 67108864 --max-size 67108864 --iters 10 --warmup 4)
+echo "  cnet-perf allreduce 64 MiB across nodes done"
 mpi_us=$(mpirun --allow-run-as-root --oversubscribe -np 2 "$build/bin/bench_mpi_allreduce" 67108864 10 2>/dev/null | tail -n1)
 mpi_tcp_us=$(mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self -np 2 "$build/bin/bench_mpi_allreduce" 67108864 10 2>/dev/null | tail -n1)
 echo "  Open MPI allreduce 64 MiB: ${mpi_us} us (default transports), ${mpi_tcp_us} us (tcp)"
-/usr/bin/python3 - "$p2p_bw" "$ucx_bw" "$p2p_lat" "$ucx_lat" "$ar" "$mpi_us" "$mpi_tcp_us" "$ar_sm" <<'PY'
+/usr/bin/python3 - "$shm_bw" "$ucx_shm_bw" "$p2p_bw" "$ucx_bw" "$p2p_lat" "$ucx_lat" "$ar_fast" "$ar_det" "$ar_tcp" "$mpi_us" "$mpi_tcp_us" <<'PY'
 import json, sys
-p2p_bw, ucx_bw, p2p_lat, ucx_lat, ar, mpi_us, mpi_tcp_us, ar_sm = sys.argv[1:9]
+shm_bw, ucx_shm_bw, p2p_bw, ucx_bw, p2p_lat, ucx_lat, ar_fast, ar_det, ar_tcp, mpi_us, mpi_tcp_us = sys.argv[1:12]
+verdict = lambda ok: "ok" if ok else "MISSED"
 # ucx_perftest Final: iters lat50 lat_avg lat_overall bw_avg(MB/s) bw_overall(MB/s) ... ; MB = 2^20 bytes
-ucx_gbytes = float(ucx_bw.split()[6]) * 2**20 / 1e9
-ucx_lat_p50 = float(ucx_lat.split()[2])
-cnet_gbytes = json.loads(p2p_bw)["results"][0]["bandwidth_gbytes"]
-cnet_lat_p50 = json.loads(p2p_lat)["results"][0]["latency_p50_us"]
-cnet_ar_us = json.loads(ar)["results"][0]["latency_avg_us"]
-cnet_ar_sm_us = json.loads(ar_sm)["results"][0]["latency_avg_us"]
-print(f"transport: p2p 4 MiB bandwidth {cnet_gbytes:.2f} GB/s vs ucx_perftest {ucx_gbytes:.2f} GB/s: ratio {cnet_gbytes / ucx_gbytes:.2f}x (target >= 0.95x)")
-print(f"transport: p2p 8 B latency P50 {cnet_lat_p50:.2f} us vs ucx_perftest {ucx_lat_p50:.2f} us: ratio {cnet_lat_p50 / ucx_lat_p50:.2f}x (target <= 1.10x)")
-print(f"transport: allreduce 64 MiB on 2 ranks, shared memory (--peer-failure off) {cnet_ar_sm_us / 1000:.1f} ms vs Open MPI "
-      f"{float(mpi_us) / 1000:.1f} ms: speed ratio {float(mpi_us) / cnet_ar_sm_us:.2f}x (target >= 1.0x)")
-print(f"transport: allreduce 64 MiB on 2 ranks, tcp (--peer-failure on) {cnet_ar_us / 1000:.1f} ms vs Open MPI over tcp "
-      f"{float(mpi_tcp_us) / 1000:.1f} ms: speed ratio {float(mpi_tcp_us) / cnet_ar_us:.2f}x")
+ucx_gbytes = lambda line: float(line.split()[6]) * 2**20 / 1e9
+first = lambda text, field: json.loads(text)["results"][0][field]
+r = first(shm_bw, "bandwidth_gbytes") / ucx_gbytes(ucx_shm_bw)
+print(f"transport: same-node p2p 4 MiB {first(shm_bw, 'bandwidth_gbytes'):.2f} GB/s (peer failures detected) vs plain "
+      f"ucx_perftest {ucx_gbytes(ucx_shm_bw):.2f} GB/s: ratio {r:.2f}x (target >= 0.95x: {verdict(r >= 0.95)})")
+r = first(p2p_bw, "bandwidth_gbytes") / ucx_gbytes(ucx_bw)
+print(f"transport: cross-node p2p 4 MiB {first(p2p_bw, 'bandwidth_gbytes'):.2f} GB/s vs ucx_perftest -e {ucx_gbytes(ucx_bw):.2f} GB/s: "
+      f"ratio {r:.2f}x (target >= 0.95x: {verdict(r >= 0.95)})")
+lat = first(p2p_lat, "latency_p50_us") / float(ucx_lat.split()[2])
+print(f"transport: cross-node p2p 8 B latency P50 {first(p2p_lat, 'latency_p50_us'):.2f} us vs ucx_perftest -e "
+      f"{float(ucx_lat.split()[2]):.2f} us: ratio {lat:.2f}x (target <= 1.10x: {verdict(lat <= 1.10)})")
+fast_us, det_us = first(ar_fast, "latency_avg_us"), first(ar_det, "latency_avg_us")
+for name, us in (("fast", fast_us), ("deterministic", det_us)):
+    r = float(mpi_us) / us
+    print(f"transport: same-node allreduce 64 MiB on 2 ranks, --reduce {name} {us / 1000:.1f} ms vs Open MPI "
+          f"{float(mpi_us) / 1000:.1f} ms: speed ratio {r:.2f}x (target >= 1.0x: {verdict(r >= 1.0)})")
+print(f"transport: deterministic vs fast allreduce: {det_us / fast_us:.2f}x the time (target <= 1.1x: {verdict(det_us / fast_us <= 1.1)})")
+tcp_us = first(ar_tcp, "latency_avg_us")
+print(f"transport: cross-node allreduce 64 MiB on 2 ranks over tcp {tcp_us / 1000:.1f} ms vs Open MPI over tcp "
+      f"{float(mpi_tcp_us) / 1000:.1f} ms: speed ratio {float(mpi_tcp_us) / tcp_us:.2f}x")
 PY
 
 # pipeline: cnet-run on 2 stages / 2 replicas vs one process on the same model and input, same script.
