@@ -80,10 +80,16 @@ perftest() {  # perftest TEST SIZE ITERS [ARGS...] -> ucx_perftest's "Final:" li
 }
 local_perf() { "$build/bin/cnet-perf" --local 2 "$@" --json 2>/dev/null; }
 cnet_perf() { "$mc" run -- srun --mpi=pmix --cnet-bind=none -N2 -n2 "$build/bin/cnet-perf" "$@" --json 2>/dev/null; }
-shm_bw=$(local_perf p2p --min-size 4194304 --max-size 4194304 --iters 400)
-echo "  cnet-perf --local 2 p2p 4 MiB done ($(/usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["transports"])' <<<"$shm_bw"))"
-ucx_shm_bw=$(perftest tag_bw 4194304 400)
-echo "  ucx_perftest tag_bw (shared memory): $ucx_shm_bw"
+# Same-node pairs: 3 alternating rounds each, medians compared (a shared machine drifts between runs).
+shm_bw=() ucx_shm_bw=() ar_fast=() ar_det=() mpi_us=()
+for round in 1 2 3; do
+  shm_bw+=("$(local_perf p2p --min-size 4194304 --max-size 4194304 --iters 400)")
+  ucx_shm_bw+=("$(perftest tag_bw 4194304 400)")
+  ar_fast+=("$(local_perf allreduce --min-size 67108864 --max-size 67108864 --iters 10 --warmup 4 --reduce fast)")
+  ar_det+=("$(local_perf allreduce --min-size 67108864 --max-size 67108864 --iters 10 --warmup 4 --reduce deterministic)")
+  mpi_us+=("$(mpirun --allow-run-as-root --oversubscribe -np 2 "$build/bin/bench_mpi_allreduce" 67108864 10 2>/dev/null | tail -n1)")
+  echo "  same-node round $round: cnet-perf --local 2 p2p 4 MiB ($(/usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["transports"])' <<<"${shm_bw[-1]}")), ucx_perftest tag_bw, allreduce 64 MiB fast and deterministic, Open MPI allreduce ${mpi_us[-1]} us"
+done
 p2p_bw=$(cnet_perf p2p --min-size 4194304 --max-size 4194304 --iters 400)
 echo "  cnet-perf p2p 4 MiB across nodes done"
 ucx_bw=$(perftest tag_bw 4194304 400 -e)
@@ -92,35 +98,37 @@ p2p_lat=$(cnet_perf p2p --min-size 8 --max-size 8 --iters 20000 --warmup 1000)
 echo "  cnet-perf p2p 8 B across nodes done"
 ucx_lat=$(perftest tag_lat 8 20000 -e)
 echo "  ucx_perftest -e tag_lat: $ucx_lat"
-ar_fast=$(local_perf allreduce --min-size 67108864 --max-size 67108864 --iters 10 --warmup 4 --reduce fast)
-ar_det=$(local_perf allreduce --min-size 67108864 --max-size 67108864 --iters 10 --warmup 4 --reduce deterministic)
-echo "  cnet-perf --local 2 allreduce 64 MiB done (fast and deterministic)"
 ar_tcp=$(cnet_perf allreduce --min-size 67108864 --max-size 67108864 --iters 10 --warmup 4)
 echo "  cnet-perf allreduce 64 MiB across nodes done"
-mpi_us=$(mpirun --allow-run-as-root --oversubscribe -np 2 "$build/bin/bench_mpi_allreduce" 67108864 10 2>/dev/null | tail -n1)
 mpi_tcp_us=$(mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self -np 2 "$build/bin/bench_mpi_allreduce" 67108864 10 2>/dev/null | tail -n1)
-echo "  Open MPI allreduce 64 MiB: ${mpi_us} us (default transports), ${mpi_tcp_us} us (tcp)"
-/usr/bin/python3 - "$shm_bw" "$ucx_shm_bw" "$p2p_bw" "$ucx_bw" "$p2p_lat" "$ucx_lat" "$ar_fast" "$ar_det" "$ar_tcp" "$mpi_us" "$mpi_tcp_us" <<'PY'
-import json, sys
+echo "  Open MPI allreduce 64 MiB over tcp: ${mpi_tcp_us} us"
+join() { local IFS=$'\n'; echo "$*"; }  # one value per line: JSON documents are single lines
+/usr/bin/python3 - "$(join "${shm_bw[@]}")" "$(join "${ucx_shm_bw[@]}")" "$p2p_bw" "$ucx_bw" "$p2p_lat" "$ucx_lat" \
+  "$(join "${ar_fast[@]}")" "$(join "${ar_det[@]}")" "$ar_tcp" "$(join "${mpi_us[@]}")" "$mpi_tcp_us" <<'PY'
+import json, statistics, sys
 shm_bw, ucx_shm_bw, p2p_bw, ucx_bw, p2p_lat, ucx_lat, ar_fast, ar_det, ar_tcp, mpi_us, mpi_tcp_us = sys.argv[1:12]
 verdict = lambda ok: "ok" if ok else "MISSED"
 # ucx_perftest Final: iters lat50 lat_avg lat_overall bw_avg(MB/s) bw_overall(MB/s) ... ; MB = 2^20 bytes
 ucx_gbytes = lambda line: float(line.split()[6]) * 2**20 / 1e9
 first = lambda text, field: json.loads(text)["results"][0][field]
-r = first(shm_bw, "bandwidth_gbytes") / ucx_gbytes(ucx_shm_bw)
-print(f"transport: same-node p2p 4 MiB {first(shm_bw, 'bandwidth_gbytes'):.2f} GB/s (peer failures detected) vs plain "
-      f"ucx_perftest {ucx_gbytes(ucx_shm_bw):.2f} GB/s: ratio {r:.2f}x (target >= 0.95x: {verdict(r >= 0.95)})")
+median = lambda lines, value: statistics.median(value(l) for l in lines.splitlines())
+cnet_shm = median(shm_bw, lambda l: first(l, "bandwidth_gbytes"))
+ucx_shm = median(ucx_shm_bw, ucx_gbytes)
+r = cnet_shm / ucx_shm
+print(f"transport: same-node p2p 4 MiB {cnet_shm:.2f} GB/s (peer failures detected) vs plain ucx_perftest {ucx_shm:.2f} GB/s, "
+      f"medians of 3 alternating rounds: ratio {r:.2f}x (target >= 0.95x: {verdict(r >= 0.95)})")
 r = first(p2p_bw, "bandwidth_gbytes") / ucx_gbytes(ucx_bw)
 print(f"transport: cross-node p2p 4 MiB {first(p2p_bw, 'bandwidth_gbytes'):.2f} GB/s vs ucx_perftest -e {ucx_gbytes(ucx_bw):.2f} GB/s: "
       f"ratio {r:.2f}x (target >= 0.95x: {verdict(r >= 0.95)})")
 lat = first(p2p_lat, "latency_p50_us") / float(ucx_lat.split()[2])
 print(f"transport: cross-node p2p 8 B latency P50 {first(p2p_lat, 'latency_p50_us'):.2f} us vs ucx_perftest -e "
       f"{float(ucx_lat.split()[2]):.2f} us: ratio {lat:.2f}x (target <= 1.10x: {verdict(lat <= 1.10)})")
-fast_us, det_us = first(ar_fast, "latency_avg_us"), first(ar_det, "latency_avg_us")
+fast_us, det_us = (median(runs, lambda l: first(l, "latency_avg_us")) for runs in (ar_fast, ar_det))
+mpi = median(mpi_us, float)
 for name, us in (("fast", fast_us), ("deterministic", det_us)):
-    r = float(mpi_us) / us
+    r = mpi / us
     print(f"transport: same-node allreduce 64 MiB on 2 ranks, --reduce {name} {us / 1000:.1f} ms vs Open MPI "
-          f"{float(mpi_us) / 1000:.1f} ms: speed ratio {r:.2f}x (target >= 1.0x: {verdict(r >= 1.0)})")
+          f"{mpi / 1000:.1f} ms, medians of 3: speed ratio {r:.2f}x (target >= 1.0x: {verdict(r >= 1.0)})")
 print(f"transport: deterministic vs fast allreduce: {det_us / fast_us:.2f}x the time (target <= 1.1x: {verdict(det_us / fast_us <= 1.1)})")
 tcp_us = first(ar_tcp, "latency_avg_us")
 print(f"transport: cross-node allreduce 64 MiB on 2 ranks over tcp {tcp_us / 1000:.1f} ms vs Open MPI over tcp "
