@@ -78,7 +78,8 @@ perftest() {  # perftest TEST SIZE ITERS [ARGS...] -> ucx_perftest's "Final:" li
   wait "$server" 2>/dev/null || true
   echo "$line"
 }
-local_perf() { "$build/bin/cnet-perf" --local 2 "$@" --json 2>/dev/null; }
+compact() { /usr/bin/python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)))'; }  # one line per report
+local_perf() { "$build/bin/cnet-perf" --local 2 "$@" --json 2>/dev/null | compact; }
 cnet_perf() { "$mc" run -- srun --mpi=pmix --cnet-bind=none -N2 -n2 "$build/bin/cnet-perf" "$@" --json 2>/dev/null; }
 # Same-node pairs: 3 alternating rounds each, medians compared (a shared machine drifts between runs).
 shm_bw=() ucx_shm_bw=() ar_fast=() ar_det=() mpi_us=()
