@@ -457,7 +457,7 @@ NodeFacts gather_facts(const GatherOptions& o) {
   // What a link baseline records: every NIC's driver, or, with no NIC at all (a container's or a network
   // namespace's veth), the driver of the interface job traffic leaves by.
   f.nic_drivers = topology::driver_summaries(f.nic_settings);
-  if (f.nic_drivers.empty()) f.nic_drivers = topology::measured_drivers(o.root, f.job_interface, ethtool);
+  if (f.nic_drivers.empty()) f.nic_drivers = topology::measured_drivers(f.nic_settings, f.job_interface, ethtool);
   return f;
 }
 

@@ -113,8 +113,8 @@ std::string driver_summaries(const std::vector<NicSettings>& nics, const std::st
   return common::join(out, "; ");
 }
 
-std::string measured_drivers(const std::string& root, const std::string& only, const EthtoolReader& ethtool) {
-  std::string found = driver_summaries(read_nic_settings(root, ethtool), only);
+std::string measured_drivers(const std::vector<NicSettings>& nics, const std::string& only, const EthtoolReader& ethtool) {
+  std::string found = driver_summaries(nics, only);
   std::string netdev = only.substr(0, only.find(':'));
   if (!found.empty() || netdev.empty() || !ethtool) return found;
   auto a = ethtool(netdev);

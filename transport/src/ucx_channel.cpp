@@ -82,7 +82,8 @@ UcxChannel::UcxChannel(Bootstrap& bootstrap, UcxOptions options)
   ucp_worker_release_address(ucx_->worker, address);
   hosts_ = bootstrap.allgather_text("cnet.ucx.host." + suffix, bootstrap.placement().hostname);
   // Same node (as Slurm names it) and the process visible from here: shared memory, watched by pid.
-  // Both sides decide alike, so each pair's endpoints agree on the error-handling mode.
+  // Each side decides for its own endpoint; should only one side manage to watch (its pidfd_open
+  // failed), that side sends over shared memory and the other over tcp/ib, and both still detect.
   auto processes = bootstrap.allgather_text("cnet.ucx.process." + suffix, process_identity());
   ucx_->watches.resize(size_);
   if (options_.detect_peer_failure)
@@ -196,16 +197,14 @@ void UcxChannel::wait(Request& req) {
     if (++spins % 1024 == 0) {
       if (watched(req.peer) && ucx_->peer_status[req.peer] == UCS_OK && ucx_->watches[req.peer]->exited())
         ucx_->peer_status[req.peer] = UCS_ERR_CONNECTION_RESET;
-      if (ucx_->peer_status[req.peer] != UCS_OK && watched(req.peer) && req.is_send) {
-        // UCX cannot cancel a send; over shared memory it would wait for the dead peer forever
-        ucx_->abandoned_request = true;
-        req.handle = nullptr;
-        check_peer(req.peer, "send");
-      }
       if (ucx_->peer_status[req.peer] != UCS_OK) {
-        ucp_request_cancel(ucx_->worker, req.handle);
-        while (ucp_request_check_status(req.handle) == UCS_INPROGRESS) ucp_worker_progress(ucx_->worker);
-        ucp_request_free(req.handle);
+        if (watched(req.peer) && req.is_send) {
+          ucx_->abandoned_request = true;  // UCX cannot cancel a send; over shared memory it would wait forever
+        } else {
+          ucp_request_cancel(ucx_->worker, req.handle);
+          while (ucp_request_check_status(req.handle) == UCS_INPROGRESS) ucp_worker_progress(ucx_->worker);
+          ucp_request_free(req.handle);
+        }
         req.handle = nullptr;
         check_peer(req.peer, req.is_send ? "send" : "receive");
       }

@@ -311,7 +311,7 @@ int main(int argc, char** argv) {
     // Each host's driver and firmware of the device measured (every NIC's when the traffic stayed in
     // memory) go into the report, so a baseline can tell a driver change.
     std::string measured = nic.empty() ? network_device_of(transports) : nic;
-    auto drivers = boot->allgather_text("cnet.perf.drivers", cnet::topology::measured_drivers("/", measured, cnet::topology::read_ethtool));
+    auto drivers = boot->allgather_text("cnet.perf.drivers", cnet::topology::measured_drivers(cnet::topology::read_nic_settings("/", cnet::topology::read_ethtool), measured, cnet::topology::read_ethtool));
     PerfReport report;
     if (mode == "p2p") {
       if (lead && !s.json) banner(2);

@@ -68,10 +68,11 @@ TEST(NicSettings, MeasuredOverASoftwareInterface) {
     if (n == "eth0") return veth;
     return std::nullopt;
   };
-  EXPECT_EQ(driver_summaries(read_nic_settings(d.path().string(), ethtool), "eth0"), "") << "not a NIC to tune";
-  EXPECT_EQ(measured_drivers(d.path().string(), "eth0", ethtool), "eth0 veth 1.0");
-  EXPECT_EQ(measured_drivers(d.path().string(), "eth9", ethtool), "") << "an interface ethtool does not know";
-  EXPECT_EQ(measured_drivers(d.path().string(), "", ethtool), "") << "all NICs: there are none";
+  auto nics = read_nic_settings(d.path().string(), ethtool);
+  EXPECT_EQ(driver_summaries(nics, "eth0"), "") << "not a NIC to tune";
+  EXPECT_EQ(measured_drivers(nics, "eth0", ethtool), "eth0 veth 1.0");
+  EXPECT_EQ(measured_drivers(nics, "eth9", ethtool), "") << "an interface ethtool does not know";
+  EXPECT_EQ(measured_drivers(nics, "", ethtool), "") << "all NICs: there are none";
 }
 
 TEST(NicSettings, DamagedOrMissingFilesAreUnknownNotErrors) {

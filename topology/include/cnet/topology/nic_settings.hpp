@@ -64,9 +64,9 @@ std::vector<NicSettings> read_nic_settings(const std::string& root, const Ethtoo
 // RDMA port's ":1" ignored): what a link baseline records for a host.
 std::string driver_summaries(const std::vector<NicSettings>& nics, const std::string& only = "");
 
-// The drivers a link measurement on `only` went through (every NIC's when empty), read below `root`. A
-// software interface named there (a veth, a bond, a bridge) is no NIC read_nic_settings lists, yet its
-// driver is what carried the traffic: it is asked through `ethtool` alone.
-std::string measured_drivers(const std::string& root, const std::string& only, const EthtoolReader& ethtool);
+// The drivers a link measurement on `only` went through (every NIC's when empty), from `nics` as
+// read_nic_settings read them. A software interface named there (a veth, a bond, a bridge) is no NIC it
+// lists, yet its driver is what carried the traffic: it is asked through `ethtool` alone.
+std::string measured_drivers(const std::vector<NicSettings>& nics, const std::string& only, const EthtoolReader& ethtool);
 
 }  // namespace cnet::topology
