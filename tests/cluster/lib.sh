@@ -15,3 +15,26 @@ at_least_release 23.02 && tres_gres=gres/
 fail() { echo "FAIL: $*" >&2; exit 1; }
 on_cluster() { "$CNET_MINICLUSTER" run -- timeout 120 "$@"; }
 expect_eq() { [[ $1 == "$2" ]] || fail "$3: expected '$2', got '$1'"; }
+
+# What a stuck job leaves to read: its record, and the tail of every daemon's log (a sanitizer report
+# that aborted slurmstepd shows there, or in the asan folder run-tests.sh names).
+show_job_and_logs() {
+  on_cluster scontrol show job "$1" >&2 || true
+  local f
+  for f in "${CNET_MINICLUSTER_DIR:?}"/log/slurmctld.log "$CNET_MINICLUSTER_DIR"/log/slurmd.*; do
+    [[ -s $f ]] || continue
+    echo "--- tail of $f" >&2
+    tail -n 25 "$f" >&2
+  done
+}
+# wait_job JOB SECONDS: until JOB has left the queue; past SECONDS it is shown, cancelled, and the test fails.
+wait_job() {
+  local i
+  for ((i = 0; i < $2 * 5; i++)); do
+    [[ -z $(on_cluster squeue -h -j "$1" -o %t 2>/dev/null) ]] && return 0
+    sleep 0.2
+  done
+  show_job_and_logs "$1"
+  on_cluster scancel "$1" >/dev/null 2>&1 || true
+  fail "job $1 still in the queue after $2 s"
+}
