@@ -55,6 +55,11 @@ void softmax(float* x, std::size_t rows, std::size_t n) {
 
 void set_blas_threads(int threads) { openblas_set_num_threads(std::max(threads, 1)); }
 
+std::string StageForward::device() const {
+  int threads = openblas_get_num_threads();
+  return "CPU, OpenBLAS " + std::to_string(threads) + (threads > 1 ? " threads" : " thread");
+}
+
 StageForward::StageForward(const SafetensorsFile& f, const ModelSpec& model, std::size_t first, std::size_t last) {
   if (first >= last || last > model.layers.size()) throw FormatError("stage layer range is empty or outside the model");
   auto bind = [&](const std::string& name) -> std::span<const float> {

@@ -14,6 +14,7 @@
 
 #include "cnet/common/text.hpp"
 #include "cnet/launcher/forward.hpp"
+#include "cnet/launcher/gpu_stage.hpp"
 #include "cnet/launcher/progress_log.hpp"
 #include "cnet/transport/collectives.hpp"
 #include "cnet/transport/ucx_channel.hpp"
@@ -179,17 +180,21 @@ Verdict compare(std::span<const float> got, std::span<const float> want, std::si
 
 }  // namespace
 
-SingleProcessResult run_single_process(const std::string& model_path, const std::string& input_path, std::size_t micro_batch) {
+int gpu_for_task(unsigned local_rank) { return cuda_device_for_task(CudaStageModule::load().device_count(), local_rank); }
+
+SingleProcessResult run_single_process(const std::string& model_path, const std::string& input_path, std::size_t micro_batch,
+                                       int gpu_device) {
   SafetensorsFile weights(model_path);
   ModelSpec model = load_model(weights);
   InputRows input = open_input(input_path, model.input_width());
-  StageForward forward(weights, model, 0, model.layers.size());
+  StageRange whole{0, model.layers.size(), 0};
+  auto forward = open_stage(ComputeDevice{gpu_device >= 0, gpu_device}, weights, model, 0, whole, micro_batch);
   SingleProcessResult r;
   r.output.resize(input.rows * model.output_width());
   std::vector<float> out;
   auto t0 = Clock::now();
   for (const MicroBatch& mb : micro_batches(input.rows, micro_batch)) {
-    forward.forward(input.data.subspan(mb.first_row * model.input_width(), mb.rows * model.input_width()), mb.rows, out);
+    forward->forward(input.data.subspan(mb.first_row * model.input_width(), mb.rows * model.input_width()), mb.rows, out);
     std::copy(out.begin(), out.end(), r.output.begin() + static_cast<std::ptrdiff_t>(mb.first_row * model.output_width()));
   }
   r.seconds = seconds_since(t0);
@@ -206,19 +211,22 @@ struct Job {
   ModelSpec model;
   std::vector<StageRange> stages;
   InputRows input;
-  std::unique_ptr<StageForward> forward;
+  int gpu = -1;  // this rank's CUDA device, -1: the CPU
+  std::unique_ptr<StageCompute> forward;
   std::vector<MicroBatch> all;
 };
 
-Job prepare_job(const InferenceOptions& o, std::uint32_t rank, std::uint32_t ranks) {
+Job prepare_job(const InferenceOptions& o, const transport::Placement& me) {
+  const std::uint32_t rank = me.rank;
   Job job;
-  job.layout = make_layout(o.scheme, ranks, o.num_stages);
+  job.layout = make_layout(o.scheme, me.size, o.num_stages);
   job.weights = std::make_unique<SafetensorsFile>(o.model);
   job.model = load_model(*job.weights);
   job.stages = balance_stages(job.model, job.layout.stages);
   job.input = open_input(o.input, job.model.input_width());
-  const StageRange& mine = job.stages[job.layout.stage_of(rank)];
-  job.forward = std::make_unique<StageForward>(*job.weights, job.model, mine.first, mine.last);
+  const unsigned stage = job.layout.stage_of(rank);
+  if (o.gpus_per_stage > 0) job.gpu = gpu_for_task(me.local_rank);
+  job.forward = open_stage(ComputeDevice{job.gpu >= 0, job.gpu}, *job.weights, job.model, stage, job.stages[stage], o.micro_batch);
   job.all = micro_batches(job.input.rows, o.micro_batch);
   return job;
 }
@@ -242,10 +250,10 @@ void print_banner(const InferenceOptions& o, const Job& job, const UcxChannel& c
   double total_cost = 0;
   for (const auto& s : job.stages) total_cost += s.cost;
   const unsigned S = job.layout.stages, R = job.layout.replicas;
-  std::fprintf(stderr, "cnet-run %s: %u stage%s x %u replica%s on %s; %zu layers (width %zu -> %zu); %zu micro-batches of %zu rows; CPU, OpenBLAS %d thread%s\n",
+  std::fprintf(stderr, "cnet-run %s: %u stage%s x %u replica%s on %s; %zu layers (width %zu -> %zu); %zu micro-batches of %zu rows; %s\n",
                o.name.c_str(), S, S > 1 ? "s" : "", R, R > 1 ? "s" : "", common::join({hosts.begin(), hosts.end()}, ",").c_str(),
-               job.model.layers.size(), job.model.input_width(), job.model.output_width(), job.all.size(), o.micro_batch, o.blas_threads,
-               o.blas_threads > 1 ? "s" : "");
+               job.model.layers.size(), job.model.input_width(), job.model.output_width(), job.all.size(), o.micro_batch,
+               (job.forward->device() + (job.gpu >= 0 ? std::string("; activations: ") + describe(ActivationPath::host_staged) : "")).c_str());
   for (unsigned s = 0; s < S; ++s)
     std::fprintf(stderr, "  stage %u: layers %zu-%zu (%.0f%% of the work) on %s\n", s, job.stages[s].first, job.stages[s].last - 1,
                  100 * job.stages[s].cost / total_cost, ch.hostname_of(job.layout.rank_of(0, s)).c_str());
@@ -318,28 +326,44 @@ void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& to
   transport::Collectives(ch).barrier();
 }
 
-// --verify: the whole model on this process over the same micro-batches, compared with what was written.
+// --verify: the whole model on this process over the same micro-batches, compared with what was written:
+// on the GPU the writer used when the stages ran on GPUs (bit-identical expected on the same GPU model),
+// and then also against the CPU, whose error is reported and held to --verify-tolerance when one is set.
 int verify_output(const InferenceOptions& o, const Job& job, double rate, bool whole_run, std::uint32_t ranks, nlohmann::json& summary) {
   try {
-    auto single = run_single_process(o.model, o.input, o.micro_batch);
+    auto single = run_single_process(o.model, o.input, o.micro_batch, job.gpu);
     SafetensorsFile produced(o.output);
     std::vector<float> storage;
-    Verdict v = compare(produced.floats("output", storage), single.output, job.model.output_width());
+    auto written = produced.floats("output", storage);
+    Verdict v = compare(written, single.output, job.model.output_width());
     double single_rate = static_cast<double>(job.input.rows) / std::max(single.seconds, 1e-9);
+    const char* one = job.gpu >= 0 ? "one process running the whole model on this GPU" : "one process running the whole model";
     int code = kOk;
     if (v.identical) {
-      std::fprintf(stderr, "cnet-run %s: verify: bit-identical to one process running the whole model (%zu rows)\n", o.name.c_str(), job.input.rows);
+      std::fprintf(stderr, "cnet-run %s: verify: bit-identical to %s (%zu rows)\n", o.name.c_str(), one, job.input.rows);
     } else {
-      std::fprintf(stderr, "cnet-run %s: verify: %zu of %zu values differ from one process (first in row %zu); max abs error %.3g, max rel error %.3g\n",
-                   o.name.c_str(), v.differing, single.output.size(), v.first_row, v.max_abs, v.max_rel);
+      std::fprintf(stderr, "cnet-run %s: verify: %zu of %zu values differ from %s (first in row %zu); max abs error %.3g, max rel error %.3g\n",
+                   o.name.c_str(), v.differing, single.output.size(), one, v.first_row, v.max_abs, v.max_rel);
       if (o.verify_tolerance == 0 || !(v.max_rel <= o.verify_tolerance)) code = kVerifyMismatch;
     }
     if (whole_run)  // a resumed run timed only part of the work
-      std::fprintf(stderr, "cnet-run %s: throughput: %.0f rows/s on %u ranks vs %.0f rows/s on one process: %.2fx\n", o.name.c_str(), rate,
-                   ranks, single_rate, rate / single_rate);
+      std::fprintf(stderr, "cnet-run %s: throughput: %.0f rows/s on %u ranks vs %.0f rows/s on %s: %.2fx\n", o.name.c_str(), rate, ranks,
+                   single_rate, job.gpu >= 0 ? "one process on this GPU" : "one process", rate / single_rate);
     summary["verify"] = {{"identical", v.identical}, {"differing_values", v.differing}, {"max_abs_error", v.max_abs},
                          {"max_rel_error", v.max_rel}, {"single_process_rows_per_second", single_rate},
                          {"single_process_seconds", single.seconds}};
+    if (job.gpu >= 0) {
+      auto cpu = run_single_process(o.model, o.input, o.micro_batch);
+      Verdict c = compare(written, cpu.output, job.model.output_width());
+      double cpu_rate = static_cast<double>(job.input.rows) / std::max(cpu.seconds, 1e-9);
+      bool within = o.verify_tolerance == 0 || c.max_rel <= o.verify_tolerance;
+      std::fprintf(stderr, "cnet-run %s: verify: against the CPU path: max abs error %.3g, max rel error %.3g%s; CPU %.0f rows/s\n",
+                   o.name.c_str(), c.max_abs, c.max_rel,
+                   o.verify_tolerance == 0 ? " (informational: no --verify-tolerance)" : (within ? " (within --verify-tolerance)" : " (OVER --verify-tolerance)"),
+                   cpu_rate);
+      if (!within) code = kVerifyMismatch;
+      summary["verify"]["cpu"] = {{"max_abs_error", c.max_abs}, {"max_rel_error", c.max_rel}, {"rows_per_second", cpu_rate}};
+    }
     return code;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cnet-run %s: verify failed: %s\n", o.name.c_str(), e.what());
@@ -362,7 +386,7 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
   Job job;
   std::unique_ptr<OutputSink> sink;
   try {
-    job = prepare_job(o, me.rank, me.size);
+    job = prepare_job(o, me);
     if (me.rank == job.layout.writer()) {
       refuse_output_over_inputs(o);
       std::string identity = file_identity(o.model) + " " + file_identity(o.input) + " micro-batch " + std::to_string(o.micro_batch);

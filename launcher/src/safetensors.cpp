@@ -187,6 +187,11 @@ std::span<const float> SafetensorsFile::floats(const std::string& name, std::vec
   return storage;
 }
 
+std::span<const std::byte> SafetensorsFile::raw(const std::string& name) const {
+  const TensorInfo& t = tensor(name);
+  return {map_ + data_offset_ + t.begin, static_cast<std::size_t>(t.end - t.begin)};
+}
+
 std::string safetensors_header(const std::vector<TensorSpec>& tensors, const std::map<std::string, std::string>& metadata) {
   // Built by hand to keep the writer's order (nlohmann sorts keys; readers do not care, people do).
   std::string h = "{";

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "cnet/common/version.hpp"
+#include "cnet/launcher/gpu_stage.hpp"
 #include "cnet/launcher/inference_job.hpp"
 #include "cnet/launcher/model.hpp"
 #include "cnet/transport/bootstrap.hpp"
@@ -104,7 +105,7 @@ int main(int argc, char** argv) {
       ("num-stages", po::value(&o.num_stages)->default_value(0), "pipeline stages (default: every rank is one)")
       ("micro-batch", po::value(&o.micro_batch)->default_value(o.micro_batch), "rows per micro-batch")
       ("threads", po::value(&o.blas_threads)->default_value(o.blas_threads), "BLAS threads per rank")
-      ("gpu-per-stage", po::value(&gpus_per_stage)->default_value(0), "GPUs each stage uses (0: CPU)")
+      ("gpu-per-stage", po::value(&gpus_per_stage)->default_value(0), "1: each stage computes on its task's GPU (cuBLAS; the GPU Slurm bound to the task, else the node-local rank's of those visible); 0: on the CPU")
       ("resume", po::value(&resume)->implicit_value("yes"),
        "go on from OUTPUT.progress, redoing only what it does not record; --resume=auto: start afresh when there is none (sbatch --requeue)")
       ("verify", "afterwards run the whole model on one process and compare (bit-identical required)")
@@ -130,7 +131,8 @@ int main(int argc, char** argv) {
     if (timeout_s == 0) throw po::error("--timeout must be at least 1 second");
     if (peer_failure != "on" && peer_failure != "off") throw po::error("--peer-failure must be on or off");
     if (o.verify_tolerance < 0 || o.verify_tolerance >= 1) throw po::error("--verify-tolerance must be in [0, 1)");
-    if (gpus_per_stage > 0) throw po::error("--gpu-per-stage: this cnet-run computes on the CPU only (the cuBLAS/NCCL stage path is not built yet); use 0");
+    if (gpus_per_stage > 1)
+      throw po::error("--gpu-per-stage: a stage runs on one GPU (0 or 1); to use more GPUs run more stages or replicas (srun -n)");
     if (vm.count("local") && (local == 0 || local > 256)) throw po::error("--local takes 1 to 256 ranks");
     if (vm.count("resume")) {
       if (resume != "yes" && resume != "auto") throw po::error("--resume takes no value, or =auto");
@@ -140,8 +142,18 @@ int main(int argc, char** argv) {
     o.json = vm.count("json") > 0;
     o.detect_peer_failure = peer_failure == "on";
     o.timeout = std::chrono::seconds(timeout_s);
+    o.gpus_per_stage = gpus_per_stage;
   } catch (const po::error& e) {
     return bad_arguments(e.what(), opts);
+  }
+  // No GPU, no CUDA runtime or a cnet built without CUDA: one line and exit 2, before any rank computes.
+  if (o.gpus_per_stage > 0) {
+    try {
+      cnet::launcher::CudaStageModule::load();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "cnet-run: --gpu-per-stage %u: %s\n", o.gpus_per_stage, e.what());
+      return kBadInput;
+    }
   }
 
   if (local > 0) {  // become the launcher: the same command, minus --local, once per rank

@@ -88,4 +88,18 @@ wait_for_line "$work/first.log" "micro-batches, " 60 || fail "first run made no 
 expect_bad "another cnet-run is writing this output" --local 2 --model "$m" --input "$i" --output "$work/shared.safetensors" --micro-batch 8
 wait $first || fail "the first run failed: $(cat "$work/first.log")"
 cmp -s "$work/ref.safetensors" "$work/shared.safetensors" || fail "the first run's output was disturbed"
+
+# --gpu-per-stage 1 on a node without a GPU: one line saying why and how to go on, exit 2, nothing
+# written. The tools link no CUDA library, so they start on such nodes at all.
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  expect_bad "no CUDA device found\|built without CUDA" --local 2 --gpu-per-stage 1 --model "$m" --input "$i" --output "$work/gpu.safetensors"
+  lines=$("$CNET_BIN/cnet-run" --local 2 --gpu-per-stage 1 --model "$m" --input "$i" --output "$work/gpu.safetensors" 2>&1 | wc -l) || true
+  [[ $lines == 1 ]] || fail "--gpu-per-stage 1 without a GPU printed $lines lines, not one"
+  ! compgen -G "$work/gpu.safetensors*" >/dev/null || fail "--gpu-per-stage 1 without a GPU wrote files"
+fi
+CNET_CUDA_STAGE_MODULE=$work/missing.so expect_bad "cannot load the CUDA stage module" --gpu-per-stage 1 --model "$m" --input "$i" --output "$o"
+expect_bad "a stage runs on one GPU" --gpu-per-stage 2 --model "$m" --input "$i" --output "$o"
+for tool in cnet-run cnet-launch cnet-perf cnet-topo cnet-doctor cnet-pool; do
+  ! ldd "$CNET_BIN/$tool" | grep -E "libcuda|libcublas|libnccl" || fail "$tool links a CUDA library: it would not start on CPU-only nodes"
+done
 echo ok

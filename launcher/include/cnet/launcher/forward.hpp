@@ -7,24 +7,36 @@
 #include <cstddef>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "cnet/launcher/model.hpp"
 
 namespace cnet::launcher {
 
-class StageForward {
+// A stage's layers on some device: the pipeline hands it micro-batches and lets transfers progress
+// while it computes.
+class StageCompute {
+ public:
+  virtual ~StageCompute() = default;
+  virtual std::size_t input_width() const = 0;
+  virtual std::size_t output_width() const = 0;
+  // rows x input_width() -> rows x output_width(). `progress` runs repeatedly while it computes (after
+  // every layer on the CPU, while waiting for the GPU), so transfers move meanwhile.
+  virtual void forward(std::span<const float> in, std::size_t rows, std::vector<float>& out, const std::function<void()>& progress = {}) = 0;
+  virtual std::string device() const = 0;  // "CPU, OpenBLAS 1 thread", "GPU 0 (NVIDIA H200), cuBLAS"
+};
+
+class StageForward : public StageCompute {
  public:
   // Layers [first, last) of the model; F16/BF16 weights are converted once, F32 ones used in place.
   StageForward(const SafetensorsFile& weights, const ModelSpec& model, std::size_t first, std::size_t last);
 
-  std::size_t input_width() const { return layers_.front().spec.in; }
-  std::size_t output_width() const { return layers_.back().spec.out; }
-
-  // rows x input_width() -> rows x output_width(). `between_layers` runs after every layer (the pipeline
-  // uses it to let transfers progress while it computes).
+  std::size_t input_width() const override { return layers_.front().spec.in; }
+  std::size_t output_width() const override { return layers_.back().spec.out; }
   void forward(std::span<const float> in, std::size_t rows, std::vector<float>& out,
-               const std::function<void()>& between_layers = {});
+               const std::function<void()>& between_layers = {}) override;
+  std::string device() const override;
 
  private:
   struct Bound {

@@ -21,6 +21,7 @@ struct InferenceOptions {
   unsigned num_stages = 0;  // 0: as the scheme implies
   std::size_t micro_batch = 8;
   int blas_threads = 1;
+  unsigned gpus_per_stage = 0;  // 0: every stage on the CPU; 1: each stage on its task's GPU (cuBLAS)
   // --resume: go on from OUTPUT.progress (it must exist). --resume=auto: the same when it exists, a
   // fresh start when it does not, so one sbatch --requeue script serves the first run and every rerun.
   enum class Resume { no, yes, automatic } resume = Resume::no;
@@ -38,11 +39,16 @@ enum ExitCode { kOk = 0, kVerifyMismatch = 1, kBadInput = 2, kStageFailure = 3 }
 // stage, rank and host; returns the exit code otherwise.
 int run_inference(transport::Bootstrap& bootstrap, const InferenceOptions& options);
 
-// The whole model on this one process over the same micro-batches: what --verify compares with.
+// The whole model on this one process over the same micro-batches: what --verify compares with. On
+// the GPU when `gpu_device` >= 0 (that CUDA device), else the CPU.
 struct SingleProcessResult {
   std::vector<float> output;
   double seconds = 0;
 };
-SingleProcessResult run_single_process(const std::string& model, const std::string& input, std::size_t micro_batch);
+SingleProcessResult run_single_process(const std::string& model, const std::string& input, std::size_t micro_batch, int gpu_device = -1);
+
+// The CUDA device a task with this node-local rank uses (of those it sees); throws GpuUnavailable with
+// one line saying why there is none (no CUDA built in, runtime missing, no device).
+int gpu_for_task(unsigned local_rank);
 
 }  // namespace cnet::launcher

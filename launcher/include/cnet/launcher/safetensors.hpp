@@ -45,6 +45,8 @@ class SafetensorsFile {
 
   // The tensor as floats: F32 in place (no copy), F16 and BF16 converted; other dtypes throw.
   std::span<const float> floats(const std::string& name, std::vector<float>& storage) const;
+  // The tensor's bytes as stored (the GPU path uploads F16/BF16 weights without converting them).
+  std::span<const std::byte> raw(const std::string& name) const;
 
  private:
   std::string path_;

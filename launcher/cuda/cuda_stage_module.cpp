@@ -1,0 +1,297 @@
+// libcnet_cuda_stage.so: a pipeline stage's layers on one GPU behind the C interface cnet-run dlopens
+// (cuda_stage_abi.h). Weights are uploaded once, in their own dtype; GEMMs run in cuBLAS's pedantic
+// (no TF32, no split-K atomics) configuration with a fixed workspace, the other layers as the kernels
+// in stage_kernels.cu, all on the stage's stream. The host side hands in a micro-batch, polls (letting
+// its transfers progress meanwhile) and takes the result: activations are staged through pinned memory.
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "cnet/launcher/cuda_stage_abi.h"
+#include "stage_kernels.cuh"
+
+namespace cnet::launcher::cuda {
+namespace {
+
+struct Failure {
+  std::string message;
+};
+
+void check(cudaError_t rc, const char* what) {
+  if (rc != cudaSuccess) throw Failure{std::string(what) + ": " + cudaGetErrorName(rc) + " (" + cudaGetErrorString(rc) + ")"};
+}
+void check(cublasStatus_t rc, const char* what) {
+  if (rc != CUBLAS_STATUS_SUCCESS) throw Failure{std::string(what) + ": " + cublasGetStatusName(rc) + " (" + cublasGetStatusString(rc) + ")"};
+}
+
+int report(const std::string& message, char* err, std::size_t len) {
+  if (err && len) std::snprintf(err, len, "%s", message.c_str());
+  return -1;
+}
+
+// Runs f, turning every failure into the interface's -1 + message.
+template <class F>
+int guarded(char* err, std::size_t len, F&& f) {
+  try {
+    f();
+    return 0;
+  } catch (const Failure& e) {
+    return report(e.message, err, len);
+  } catch (const std::exception& e) {
+    return report(e.what(), err, len);
+  }
+}
+
+template <class T>
+T* device_alloc(std::size_t count, const char* what) {
+  void* p = nullptr;
+  if (count) check(cudaMalloc(&p, count * sizeof(T)), what);
+  return static_cast<T*>(p);
+}
+
+std::size_t dtype_bytes(int dtype) { return dtype == CNET_CUDA_F32 ? 4 : 2; }
+
+struct Layer {
+  cnet_cuda_layer spec{};
+  void *w = nullptr, *w2 = nullptr;
+  float *b = nullptr, *b2 = nullptr, *gamma = nullptr, *beta = nullptr;
+};
+
+struct Stage {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  void* workspace = nullptr;
+  std::vector<Layer> layers;
+  cnet_cuda_buffers sizes{};
+  float *a = nullptr, *b = nullptr, *tmp = nullptr, *hidden = nullptr;
+  void* half = nullptr;  // activations converted for 16-bit weights
+  float *pinned_in = nullptr, *pinned_out = nullptr;
+  std::size_t rows = 0, out_width = 0;
+  bool running = false;
+
+  ~Stage() {
+    if (stream) cudaStreamSynchronize(stream);
+    for (Layer& l : layers)
+      for (void* p : {l.w, l.w2, static_cast<void*>(l.b), static_cast<void*>(l.b2), static_cast<void*>(l.gamma), static_cast<void*>(l.beta)})
+        if (p) cudaFree(p);
+    for (void* p : {static_cast<void*>(a), static_cast<void*>(b), static_cast<void*>(tmp), static_cast<void*>(hidden), half, workspace})
+      if (p) cudaFree(p);
+    if (pinned_in) cudaFreeHost(pinned_in);
+    if (pinned_out) cudaFreeHost(pinned_out);
+    if (blas) cublasDestroy(blas);
+    if (stream) cudaStreamDestroy(stream);
+  }
+};
+
+void* upload(const void* host, std::size_t bytes, const char* what) {
+  if (!host || !bytes) return nullptr;
+  void* p = device_alloc<std::byte>(bytes, what);
+  check(cudaMemcpy(p, host, bytes, cudaMemcpyHostToDevice), what);
+  return p;
+}
+
+// y[rows x out] = x[rows x in] W^T (+ bias), W stored [out x in] row-major: in cuBLAS's column-major
+// terms y^T = W x^T with W read transposed.
+void linear(Stage& s, const float* x, std::size_t rows, std::size_t in, const void* w, int dtype, const float* bias, std::size_t out,
+            float* y) {
+  const float one = 1.0f, zero = 0.0f;
+  const int m = static_cast<int>(out), n = static_cast<int>(rows), k = static_cast<int>(in);
+  if (dtype == CNET_CUDA_F32) {
+    check(cublasGemmEx(s.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, w, CUDA_R_32F, k, x, CUDA_R_32F, k, &zero, y, CUDA_R_32F, m,
+                       CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx (F32)");
+  } else {  // 16-bit weights stay 16-bit; the activations meet them in that type, the sums are F32
+    bool bf16 = dtype == CNET_CUDA_BF16;
+    cudaDataType t = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+    to_16bit(x, s.half, rows * in, bf16, s.stream);
+    check(cudaGetLastError(), "converting activations to 16 bits");
+    check(cublasGemmEx(s.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, w, t, k, s.half, t, k, &zero, y, CUDA_R_32F, m,
+                       CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT),
+          bf16 ? "cublasGemmEx (BF16 weights)" : "cublasGemmEx (F16 weights)");
+  }
+  if (bias) add_bias(y, bias, rows, out, s.stream);
+}
+
+void enqueue_layers(Stage& s, std::size_t rows) {
+  for (const Layer& l : s.layers) {
+    const cnet_cuda_layer& p = l.spec;
+    switch (p.kind) {
+      case CNET_CUDA_LINEAR:
+        linear(s, s.a, rows, p.in, l.w, p.weight_dtype, l.b, p.out, s.b);
+        std::swap(s.a, s.b);
+        break;
+      case CNET_CUDA_LAYERNORM:
+        layernorm_rows(s.a, s.b, rows, p.in, l.gamma, l.beta, p.eps, s.stream);
+        std::swap(s.a, s.b);
+        break;
+      case CNET_CUDA_RELU:
+      case CNET_CUDA_GELU: activate(s.a, rows * p.in, p.kind == CNET_CUDA_GELU ? Activation::gelu : Activation::relu, s.stream); break;
+      case CNET_CUDA_SOFTMAX: softmax_rows(s.a, rows, p.in, s.stream); break;
+      case CNET_CUDA_RESIDUAL_MLP: {
+        const float* x = s.a;
+        if (l.gamma) {
+          layernorm_rows(s.a, s.tmp, rows, p.in, l.gamma, l.beta, p.eps, s.stream);
+          x = s.tmp;
+        }
+        linear(s, x, rows, p.in, l.w, p.weight_dtype, l.b, p.hidden, s.hidden);
+        activate(s.hidden, rows * p.hidden, p.activation == CNET_CUDA_RELU ? Activation::relu : Activation::gelu, s.stream);
+        linear(s, s.hidden, rows, p.hidden, l.w2, p.weight_dtype, l.b2, p.in, s.b);
+        add_in_place(s.a, s.b, rows * p.in, s.stream);
+        break;
+      }
+      default: throw Failure{"unknown layer kind " + std::to_string(p.kind)};
+    }
+    check(cudaGetLastError(), "launching a layer's kernel");
+  }
+}
+
+int device_count(int* count, char* err, std::size_t len) {
+  return guarded(err, len, [&] { check(cudaGetDeviceCount(count), "cudaGetDeviceCount"); });
+}
+
+int device_info(int device, cnet_cuda_device* info, char* err, std::size_t len) {
+  return guarded(err, len, [&] {
+    *info = cnet_cuda_device{};
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+    std::snprintf(info->name, sizeof info->name, "%s", prop.name);
+    const unsigned char* u = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
+    std::snprintf(info->uuid, sizeof info->uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
+                  u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    info->multiprocessors = prop.multiProcessorCount;
+    info->compute_major = prop.major, info->compute_minor = prop.minor;
+    check(cudaDeviceGetAttribute(&info->clock_khz, cudaDevAttrClockRate, device), "cudaDeviceGetAttribute(clock rate)");
+    check(cudaSetDevice(device), "cudaSetDevice");
+    check(cudaMemGetInfo(&info->free_bytes, &info->total_bytes), "cudaMemGetInfo");
+  });
+}
+
+void* stage_create(int device, const cnet_cuda_layer* layers, std::size_t count, const cnet_cuda_buffers* sizes, char* err, std::size_t len) {
+  auto* s = new Stage;
+  int rc = guarded(err, len, [&] {
+    s->device = device;
+    s->sizes = *sizes;
+    check(cudaSetDevice(device), "cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cublasCreate(&s->blas), "cublasCreate");
+    check(cublasSetStream(s->blas, s->stream), "cublasSetStream");
+    check(cublasSetMathMode(s->blas, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+    check(cublasSetAtomicsMode(s->blas, CUBLAS_ATOMICS_NOT_ALLOWED), "cublasSetAtomicsMode");
+    s->workspace = device_alloc<std::byte>(sizes->workspace_bytes, "allocating the cuBLAS workspace");
+    check(cublasSetWorkspace(s->blas, s->workspace, sizes->workspace_bytes), "cublasSetWorkspace");
+    for (std::size_t i = 0; i < count; ++i) {
+      const cnet_cuda_layer& p = layers[i];
+      Layer l;
+      l.spec = p;
+      std::size_t wb = dtype_bytes(p.weight_dtype);
+      bool mlp = p.kind == CNET_CUDA_RESIDUAL_MLP;
+      std::size_t out1 = mlp ? p.hidden : p.out;
+      l.w = upload(p.w, out1 * p.in * wb, "uploading weights");
+      l.w2 = upload(p.w2, p.in * p.hidden * wb, "uploading weights");
+      l.b = static_cast<float*>(upload(p.b, out1 * 4, "uploading a bias"));
+      l.b2 = static_cast<float*>(upload(p.b2, p.in * 4, "uploading a bias"));
+      l.gamma = static_cast<float*>(upload(p.gamma, p.in * 4, "uploading a norm's weight"));
+      l.beta = static_cast<float*>(upload(p.beta, p.in * 4, "uploading a norm's bias"));
+      s->layers.push_back(l);
+    }
+    const std::size_t act = sizes->max_rows * sizes->max_width;
+    s->a = device_alloc<float>(act, "allocating activations");
+    s->b = device_alloc<float>(act, "allocating activations");
+    s->tmp = device_alloc<float>(act, "allocating activations");
+    s->hidden = device_alloc<float>(sizes->max_rows * sizes->max_hidden, "allocating activations");
+    s->half = device_alloc<std::uint16_t>(sizes->max_rows * std::max(sizes->max_width, sizes->max_hidden), "allocating activations");
+    check(cudaMallocHost(reinterpret_cast<void**>(&s->pinned_in), act * sizeof(float)), "allocating pinned host memory");
+    check(cudaMallocHost(reinterpret_cast<void**>(&s->pinned_out), act * sizeof(float)), "allocating pinned host memory");
+    s->out_width = count ? layers[count - 1].out : 0;
+  });
+  if (rc != 0) {
+    delete s;
+    return nullptr;
+  }
+  return s;
+}
+
+int stage_start(void* handle, const float* in, std::size_t rows, char* err, std::size_t len) {
+  auto* s = static_cast<Stage*>(handle);
+  return guarded(err, len, [&] {
+    if (s->running) throw Failure{"a micro-batch is still running on this stage"};
+    if (rows > s->sizes.max_rows) throw Failure{std::to_string(rows) + " rows exceed the " + std::to_string(s->sizes.max_rows) + " planned"};
+    const std::size_t bytes = rows * s->layers.front().spec.in * sizeof(float);
+    check(cudaSetDevice(s->device), "cudaSetDevice");
+    std::memcpy(s->pinned_in, in, bytes);
+    check(cudaMemcpyAsync(s->a, s->pinned_in, bytes, cudaMemcpyHostToDevice, s->stream), "copying a micro-batch to the GPU");
+    enqueue_layers(*s, rows);
+    check(cudaMemcpyAsync(s->pinned_out, s->a, rows * s->out_width * sizeof(float), cudaMemcpyDeviceToHost, s->stream),
+          "copying a micro-batch from the GPU");
+    s->rows = rows;
+    s->running = true;
+  });
+}
+
+int stage_poll(void* handle, char* err, std::size_t len) {
+  auto* s = static_cast<Stage*>(handle);
+  if (!s->running) return 1;
+  cudaError_t rc = cudaStreamQuery(s->stream);
+  if (rc == cudaErrorNotReady) return 0;
+  s->running = false;
+  if (rc != cudaSuccess) return report(std::string("computing a micro-batch: ") + cudaGetErrorName(rc) + " (" + cudaGetErrorString(rc) + ")", err, len);
+  return 1;
+}
+
+int stage_result(void* handle, float* out, char* err, std::size_t len) {
+  auto* s = static_cast<Stage*>(handle);
+  return guarded(err, len, [&] {
+    if (s->running) throw Failure{"the micro-batch is still running"};
+    std::memcpy(out, s->pinned_out, s->rows * s->out_width * sizeof(float));
+  });
+}
+
+void stage_destroy(void* handle) { delete static_cast<Stage*>(handle); }
+
+int gemm_tflops(int device, std::size_t n, double* tflops, char* err, std::size_t len) {
+  return guarded(err, len, [&] {
+    check(cudaSetDevice(device), "cudaSetDevice");
+    Stage s;  // for its handle, stream and workspace; freed at the end
+    check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cublasCreate(&s.blas), "cublasCreate");
+    check(cublasSetStream(s.blas, s.stream), "cublasSetStream");
+    check(cublasSetMathMode(s.blas, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+    s.a = device_alloc<float>(n * n, "allocating a matrix");
+    s.b = device_alloc<float>(n * n, "allocating a matrix");
+    s.tmp = device_alloc<float>(n * n, "allocating a matrix");
+    check(cudaMemsetAsync(s.a, 0, n * n * 4, s.stream), "cudaMemset");
+    check(cudaMemsetAsync(s.b, 0, n * n * 4, s.stream), "cudaMemset");
+    cudaEvent_t start = nullptr, stop = nullptr;
+    check(cudaEventCreate(&start), "cudaEventCreate");
+    check(cudaEventCreate(&stop), "cudaEventCreate");
+    const int reps = 10;
+    linear(s, s.a, n, n, s.b, CNET_CUDA_F32, nullptr, n, s.tmp);  // warm-up: cuBLAS picks its kernel here
+    check(cudaEventRecord(start, s.stream), "cudaEventRecord");
+    for (int i = 0; i < reps; ++i) linear(s, s.a, n, n, s.b, CNET_CUDA_F32, nullptr, n, s.tmp);
+    check(cudaEventRecord(stop, s.stream), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    *tflops = 2.0 * static_cast<double>(n) * n * n * reps / (ms * 1e-3) / 1e12;
+  });
+}
+
+const cnet_cuda_stage_api kApi = {CNET_CUDA_STAGE_ABI_VERSION, device_count, device_info, stage_create, stage_start,
+                                  stage_poll,                  stage_result, stage_destroy, gemm_tflops};
+
+}  // namespace
+}  // namespace cnet::launcher::cuda
+
+extern "C" __attribute__((visibility("default"))) const cnet_cuda_stage_api* cnet_cuda_stage_api_v1(void) {
+  return &cnet::launcher::cuda::kApi;
+}

@@ -1,0 +1,73 @@
+#pragma once
+// The GPU half of cnet-run, loaded only when asked for: CudaStageModule finds libcnet_cuda_stage.so
+// (beside the tools, or CNET_CUDA_STAGE_MODULE) and through it the CUDA runtime, cuBLAS and the
+// devices; GpuStageForward runs a stage's layers there with activations staged through pinned host
+// memory. A node without CUDA, without a GPU or without the module gets GpuUnavailable, whose message
+// says which and what to do, never a failure to start.
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "cnet/launcher/cuda_stage_abi.h"
+#include "cnet/launcher/forward.hpp"
+#include "cnet/launcher/gpu_plan.hpp"
+
+namespace cnet::launcher {
+
+class GpuUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class CudaStageModule {
+ public:
+  // Loads the module once per process and checks a device is there; throws GpuUnavailable otherwise.
+  static const CudaStageModule& load();
+  // Where load() looks: CNET_CUDA_STAGE_MODULE, else the build's or installation's lib folder beside
+  // the running tool. Empty when this cnet was built without CUDA.
+  static std::string module_path();
+
+  int device_count() const { return devices_; }
+  cnet_cuda_device device(int index) const;  // throws GpuUnavailable
+  double gemm_tflops(int device, std::size_t n) const;
+  const cnet_cuda_stage_api& api() const { return *api_; }
+
+ private:
+  CudaStageModule() = default;
+  const cnet_cuda_stage_api* api_ = nullptr;
+  int devices_ = 0;
+};
+
+class GpuStageForward : public StageCompute {
+ public:
+  // Checks the stage fits the device's free memory (GpuPlanError with the sizes), then uploads it.
+  GpuStageForward(const CudaStageModule& cuda, int device, const SafetensorsFile& weights, const ModelSpec& model, unsigned stage_index,
+                  const StageRange& stage, std::size_t micro_batch);
+  ~GpuStageForward() override;
+  GpuStageForward(const GpuStageForward&) = delete;
+  GpuStageForward& operator=(const GpuStageForward&) = delete;
+
+  std::size_t input_width() const override { return in_; }
+  std::size_t output_width() const override { return out_; }
+  void forward(std::span<const float> in, std::size_t rows, std::vector<float>& out, const std::function<void()>& progress = {}) override;
+  std::string device() const override;
+  std::string uuid() const { return info_.uuid; }
+
+ private:
+  const CudaStageModule& cuda_;
+  int index_;
+  cnet_cuda_device info_{};
+  void* stage_ = nullptr;
+  std::size_t in_ = 0, out_ = 0;
+};
+
+// Where a stage computes: the CPU, or GPU `cuda_device` (of those this task sees).
+struct ComputeDevice {
+  bool gpu = false;
+  int cuda_device = 0;
+};
+std::unique_ptr<StageCompute> open_stage(const ComputeDevice& where, const SafetensorsFile& weights, const ModelSpec& model,
+                                         unsigned stage_index, const StageRange& stage, std::size_t micro_batch);
+
+}  // namespace cnet::launcher

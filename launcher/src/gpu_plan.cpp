@@ -1,0 +1,85 @@
+#include "cnet/launcher/gpu_plan.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+namespace cnet::launcher {
+
+std::uint64_t GpuBuffers::activation_bytes() const {
+  const std::uint64_t rows = max_rows;
+  return rows * max_width * 4 * 3 + rows * max_hidden * 4 + rows * std::max(max_width, max_hidden) * 2;
+}
+
+GpuBuffers plan_buffers(const ModelSpec& model, const StageRange& stage, std::size_t micro_batch) {
+  GpuBuffers b;
+  b.max_rows = micro_batch;
+  for (std::size_t i = stage.first; i < stage.last; ++i) {
+    const LayerSpec& l = model.layers.at(i);
+    b.max_width = std::max({b.max_width, l.in, l.out});
+    if (l.kind == LayerKind::residual_mlp) b.max_hidden = std::max(b.max_hidden, l.hidden);
+  }
+  return b;
+}
+
+GpuStageMemory stage_memory(const SafetensorsFile& weights, const ModelSpec& model, const StageRange& stage, const GpuBuffers& buffers) {
+  GpuStageMemory m;
+  auto stored = [&](const std::string& name) -> std::uint64_t {
+    if (name.empty()) return 0;
+    const TensorInfo& t = weights.tensor(name);
+    return t.end - t.begin;
+  };
+  auto as_f32 = [&](const std::string& name) -> std::uint64_t { return name.empty() ? 0 : weights.tensor(name).elements() * 4; };
+  for (std::size_t i = stage.first; i < stage.last; ++i) {
+    const LayerSpec& l = model.layers.at(i);
+    m.weights += stored(l.kind == LayerKind::residual_mlp ? l.fc1_weight : (l.kind == LayerKind::linear ? l.weight : std::string()));
+    m.weights += stored(l.fc2_weight);
+    for (const std::string* v : {&l.bias, &l.fc1_bias, &l.fc2_bias}) m.weights += as_f32(*v);
+    if (l.kind == LayerKind::layernorm || l.kind == LayerKind::residual_mlp) m.weights += as_f32(l.weight);
+  }
+  m.activations = buffers.activation_bytes();
+  m.workspace = buffers.workspace_bytes;
+  return m;
+}
+
+void check_fits(unsigned stage_index, const StageRange& stage, const GpuStageMemory& need, const std::string& device,
+                std::uint64_t free_bytes) {
+  if (need.total() <= free_bytes) return;
+  throw GpuPlanError("stage " + std::to_string(stage_index) + " (layers " + std::to_string(stage.first) + "-" +
+                     std::to_string(stage.last - 1) + ") needs " + human_bytes(need.total()) + " of GPU memory (weights " +
+                     human_bytes(need.weights) + ", activations " + human_bytes(need.activations) + ", cuBLAS workspace " +
+                     human_bytes(need.workspace) + ") but " + device + " has " + human_bytes(free_bytes) +
+                     " free: use more stages (--num-stages, more ranks) or a smaller --micro-batch");
+}
+
+int cuda_device_for_task(int visible, unsigned local_rank) {
+  if (visible <= 0) throw GpuPlanError("no CUDA device is visible to this task");
+  return static_cast<int>(local_rank % static_cast<unsigned>(visible));
+}
+
+ActivationPath choose_activation_path(const StageDevice& from, const StageDevice& to, bool nccl_available) {
+  if (from.gpu_uuid.empty() || to.gpu_uuid.empty()) return ActivationPath::host;
+  // NCCL cannot connect two ranks on one GPU; staging through the host is the only way there.
+  if (from.host == to.host && from.gpu_uuid == to.gpu_uuid) return ActivationPath::host_staged;
+  return nccl_available ? ActivationPath::nccl : ActivationPath::host_staged;
+}
+
+const char* describe(ActivationPath path) {
+  switch (path) {
+    case ActivationPath::host: return "host memory over UCX";
+    case ActivationPath::host_staged: return "GPU -> pinned host memory -> UCX -> GPU";
+    case ActivationPath::nccl: return "GPU to GPU over NCCL";
+  }
+  return "?";
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+  char buf[32];
+  if (bytes >= (std::uint64_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
+  else if (bytes >= (1u << 20)) std::snprintf(buf, sizeof buf, "%.0f MiB", static_cast<double>(bytes) / (1 << 20));
+  else if (bytes >= (1u << 10)) std::snprintf(buf, sizeof buf, "%.0f KiB", static_cast<double>(bytes) / (1 << 10));
+  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  return buf;
+}
+
+}  // namespace cnet::launcher
