@@ -18,7 +18,8 @@ if(CNET_SANITIZE)
       message(FATAL_ERROR "CNET_SANITIZE: unknown sanitizer '${s}' (use address, undefined, leak or thread)")
     endif()
   endforeach()
-  add_compile_options(-fsanitize=${CNET_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  # C and C++ only: nvcc does not take these (the CUDA module's host code is C++ and gets them).
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=${CNET_SANITIZE};-fno-omit-frame-pointer;-fno-sanitize-recover=undefined>")
   add_link_options(-fsanitize=${CNET_SANITIZE})
   # GCC 12's instrumented <regex> and <functional> trip false maybe-uninitialized warnings.
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
@@ -29,7 +30,7 @@ if(CNET_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
     message(FATAL_ERROR "CNET_FUZZ needs clang (libFuzzer): -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++")
   endif()
-  add_compile_options(-fsanitize=fuzzer-no-link)  # coverage for the fuzzer in every library it drives
+  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=fuzzer-no-link>)  # coverage for the fuzzer in every library it drives
 endif()
 
 function(cnet_strict target)
