@@ -223,6 +223,7 @@ void write_example_model(const std::string& path, const ExampleModel& m) {
   tensors.push_back({"head.bias", {o}});
   layers.push_back({{"type", "layernorm"}, {"weight", "final_norm.weight"}, {"bias", "final_norm.bias"}});
   layers.push_back({{"type", "linear"}, {"weight", "head.weight"}, {"bias", "head.bias"}});
+  for (auto& t : tensors) t.dtype = m.dtype;
   SafetensorsWriter w(path, tensors, {{"cnet.layers", layers.dump()}, {"format", "pt"}});
   Random rng{m.seed};
   for (const auto& t : tensors) {

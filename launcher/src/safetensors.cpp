@@ -37,6 +37,21 @@ float half_to_float(std::uint16_t h) {
   return std::bit_cast<float>(bits);
 }
 
+// Round to nearest even, as PyTorch's .half() and .bfloat16() do.
+std::uint16_t float_to_half(float f) { return std::bit_cast<std::uint16_t>(static_cast<_Float16>(f)); }
+std::uint16_t float_to_bf16(float f) {
+  std::uint32_t u = std::bit_cast<std::uint32_t>(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40);  // NaN stays NaN
+  return static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+// Bytes per element of a tensor the writer can write.
+std::uint64_t writable_size(const TensorSpec& t) {
+  if (t.dtype == "F32") return 4;
+  if (t.dtype == "F16" || t.dtype == "BF16") return 2;
+  throw FormatError(t.name + ": cannot write dtype " + t.dtype + " (F32, F16 or BF16)");
+}
+
 // The product of `shape` times `unit` (bytes per element), refused when it does not fit in 64 bits:
 // a wrapped product would make absurd shapes look as if their data were there.
 std::uint64_t checked_product(const std::vector<std::uint64_t>& shape, const std::string& where, std::uint64_t unit = 1) {
@@ -198,8 +213,8 @@ std::string safetensors_header(const std::vector<TensorSpec>& tensors, const std
   if (!metadata.empty()) h += "\"__metadata__\":" + json(metadata).dump() + ",";
   std::uint64_t at = 0;
   for (const auto& t : tensors) {
-    std::uint64_t bytes = checked_product(t.shape, t.name, 4);
-    h += json(t.name).dump() + ":{\"dtype\":\"F32\",\"shape\":" + json(t.shape).dump() + ",\"data_offsets\":[" +
+    std::uint64_t bytes = checked_product(t.shape, t.name, writable_size(t));
+    h += json(t.name).dump() + ":{\"dtype\":" + json(t.dtype).dump() + ",\"shape\":" + json(t.shape).dump() + ",\"data_offsets\":[" +
          std::to_string(at) + "," + std::to_string(at + bytes) + "]},";
     at += bytes;
   }
@@ -215,8 +230,8 @@ SafetensorsWriter::SafetensorsWriter(const std::string& path, const std::vector<
   std::string header = safetensors_header(tensors, metadata);
   std::uint64_t at = 0;
   for (const auto& t : tensors) {
-    std::uint64_t bytes = checked_product(t.shape, t.name, 4);
-    layout_[t.name] = TensorInfo{t.name, "F32", t.shape, at, at + bytes};
+    std::uint64_t bytes = checked_product(t.shape, t.name, writable_size(t));
+    layout_[t.name] = TensorInfo{t.name, t.dtype, t.shape, at, at + bytes};
     at += bytes;
   }
   data_offset_ = 8 + header.size();
@@ -261,7 +276,15 @@ void SafetensorsWriter::write(const std::string& name, std::uint64_t first, std:
     throw FormatError(path_ + ": write past the end of tensor '" + name + "'");
   const char* p = reinterpret_cast<const char*>(values.data());
   std::size_t left = values.size_bytes();
-  off_t at = static_cast<off_t>(data_offset_ + it->second.begin + first * 4);
+  std::vector<std::uint16_t> narrow;
+  if (it->second.dtype != "F32") {
+    narrow.resize(values.size());
+    bool bf16 = it->second.dtype == "BF16";
+    for (std::size_t i = 0; i < values.size(); ++i) narrow[i] = bf16 ? float_to_bf16(values[i]) : float_to_half(values[i]);
+    p = reinterpret_cast<const char*>(narrow.data());
+    left = narrow.size() * 2;
+  }
+  off_t at = static_cast<off_t>(data_offset_ + it->second.begin + first * (narrow.empty() ? 4 : 2));
   while (left > 0) {
     ssize_t w = ::pwrite(fd_, p, left, at);
     if (w < 0 && errno == EINTR) continue;

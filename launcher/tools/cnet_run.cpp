@@ -23,7 +23,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: cnet-run [run options]            (under srun --mpi=pmix, or with --local N)\n"
-    "       cnet-run make-model --output FILE [--layers N --hidden N --outputs N --seed N]\n"
+    "       cnet-run make-model --output FILE [--layers N --hidden N --outputs N --dtype F32|F16|BF16 --seed N]\n"
     "       cnet-run make-input --output FILE --rows N (--width N | --model FILE) [--seed N]\n"
     "exit: 0 ok, 1 --verify found a difference, 2 bad arguments or input, 3 a stage failed\n";
 
@@ -44,7 +44,8 @@ int make_files(const std::string& command, int argc, char** argv) {
     opts.add_options()("layers", po::value(&m.layers)->default_value(m.layers), "residual MLP blocks")
         ("hidden", po::value(&m.hidden)->default_value(m.hidden), "row width")
         ("expansion", po::value(&m.expansion)->default_value(m.expansion), "MLP inner width = expansion x hidden")
-        ("outputs", po::value(&m.outputs)->default_value(0), "width of the head (0: hidden)");
+        ("outputs", po::value(&m.outputs)->default_value(0), "width of the head (0: hidden)")
+        ("dtype", po::value(&m.dtype)->default_value(m.dtype), "weights' dtype: F32, F16 or BF16");
   else
     opts.add_options()("rows", po::value(&rows)->required(), "rows in the input")("width", po::value(&width), "row width")
         ("model", po::value(&model), "take the width from this model");
@@ -58,6 +59,8 @@ int make_files(const std::string& command, int argc, char** argv) {
     po::notify(vm);
     if (command == "make-model" && (m.layers == 0 || m.hidden == 0 || m.expansion == 0 || m.layers > 10000))
       throw po::error("--layers (1..10000), --hidden and --expansion must be positive");
+    if (command == "make-model" && m.dtype != "F32" && m.dtype != "F16" && m.dtype != "BF16")
+      throw po::error("--dtype must be F32, F16 or BF16, not '" + m.dtype + "'");
     if (command == "make-input") {
       if (!model.empty()) {
         SafetensorsFile f(model);

@@ -18,6 +18,11 @@ for args in "--local 2:pipe" "--local 3 --parallel-scheme data:data" "--local 4 
 done
 for s in data hybrid one; do cmp -s "$work/pipe.safetensors" "$work/$s.safetensors" || fail "$s output differs from the pipeline's"; done
 echo "pipeline, data, hybrid and one rank give identical files"
+# 16-bit weights (make-model --dtype) run the same way, converted once per stage.
+"$CNET_BIN/cnet-run" make-model --output "$work/bf16.safetensors" --layers 6 --hidden 128 --dtype BF16 2>/dev/null
+out=$("$CNET_BIN/cnet-run" --name t --model "$work/bf16.safetensors" --input "$work/input.safetensors" --local 2 \
+  --output "$work/bf16-out.safetensors" --micro-batch 16 --verify 2>&1) || fail "BF16 model: $out"
+grep -q "verify: bit-identical to one process" <<<"$out" || fail "BF16 model not verified: $out"
 
 # A stage killed mid-run: the job ends within 10 s naming the stage; --resume completes it exactly.
 make_example "$work" 10 384 3072
@@ -70,6 +75,7 @@ expect_bad "another model, input or micro-batch" --local 2 --resume --micro-batc
 expect_bad "resume takes no value, or =auto" --resume=maybe --model "$m" --input "$i" --output "$o"
 expect_bad "micro-batch must be" --micro-batch 0 --model "$m" --input "$i" --output "$o"
 expect_bad "pipeline, data or hybrid" --parallel-scheme tensor --model "$m" --input "$i" --output "$o"
+expect_bad "dtype must be F32, F16 or BF16" make-model --output "$o" --dtype I8
 expect_bad "required" --model "$m"
 expect_bad "unrecognised\|unknown option\|unrecognized" --bogus
 cmp -s "$work/ref.safetensors" "$work/out.safetensors" || fail "a refused resume touched the output"

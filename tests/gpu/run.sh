@@ -2,7 +2,7 @@
 # GPU checks for a machine with an NVIDIA GPU, one PASS/FAIL/SKIP line each, under 8 minutes on one GPU:
 #   tests/gpu/run.sh [BUILD_DIR]     (default build-gpu/)
 # CUDA/NCCL found; cuBLAS GEMM against the GPU's peak; NcclChannel on one rank; a 1-stage GPU run against
-# the CPU within tolerance; 2 stages sharing the GPU (host-staged) bit-identical to 1 stage on it; 2 stages
+# the CPU within tolerance (F32 and F16 weights); 2 stages sharing the GPU (host-staged) bit-identical to 1 stage on it; 2 stages
 # on 2 GPUs when there are two; throughput GPU against CPU. Exit 1 when any check failed.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -36,6 +36,15 @@ if [[ $? == 0 ]] && grep -q "bit-identical to one process running the whole mode
   result PASS "1 stage on the GPU: $(grep -o 'against the CPU path: [^;]*' <<<"$out")"
 else
   result FAIL "1 stage on the GPU against the CPU: $(tail -n 5 <<<"$out")"
+fi
+
+"$bin/cnet-run" make-model -o "$work/m16.st" --layers 8 --hidden 1024 --dtype F16 >/dev/null 2>&1
+out=$(timeout 180 "$bin/cnet-run" --name gpu16 --model "$work/m16.st" --input "$work/i.st" --local 1 --gpu-per-stage 1 --micro-batch 256 \
+  --output "$work/gpu16.st" --verify --verify-tolerance 2e-2 2>&1)
+if [[ $? == 0 ]] && grep -q "bit-identical to one process running the whole model on this GPU" <<<"$out"; then
+  result PASS "F16 weights kept 16-bit on the GPU: $(grep -o 'against the CPU path: [^;]*' <<<"$out")"
+else
+  result FAIL "F16 weights on the GPU: $(tail -n 5 <<<"$out")"
 fi
 
 out=$(CUDA_VISIBLE_DEVICES=0 run --local 2 --gpu-per-stage 1 --micro-batch 256 --output "$work/gpu2.st" 2>&1)

@@ -47,6 +47,25 @@ TEST_F(Model, ExampleModelLoads) {
   EXPECT_EQ(m.layers[4].describe(), "linear 16->8");
 }
 
+TEST_F(Model, ExampleModelInHalfPrecisionIsTheF32OneRounded) {
+  std::string p32 = path("m32.safetensors"), p16 = path("m16.safetensors"), pb = path("mb.safetensors");
+  write_example_model(p32, {2, 16, 8, 4, 1});
+  write_example_model(p16, {2, 16, 8, 4, 1, "F16"});
+  write_example_model(pb, {2, 16, 8, 4, 1, "BF16"});
+  SafetensorsFile f32(p32), f16(p16), fb(pb);
+  EXPECT_EQ(load_model(f16).layers.size(), load_model(f32).layers.size());
+  for (const auto& [name, t] : f32.tensors()) {
+    EXPECT_EQ(f16.tensor(name).dtype, "F16") << name;
+    EXPECT_EQ(fb.tensor(name).dtype, "BF16") << name;
+    std::vector<float> a, b, c;
+    auto full = f32.floats(name, a), half = f16.floats(name, b), brain = fb.floats(name, c);
+    for (std::size_t i = 0; i < full.size(); ++i) {
+      EXPECT_NEAR(half[i], full[i], std::fabs(full[i]) / 1024 + 1e-7) << name << "[" << i << "]";
+      EXPECT_NEAR(brain[i], full[i], std::fabs(full[i]) / 128 + 1e-30) << name << "[" << i << "]";
+    }
+  }
+}
+
 TEST_F(Model, ExampleFilesAreDeterministic) {
   write_example_model(path("a"), {2, 8, 0, 4, 7});
   write_example_model(path("b"), {2, 8, 0, 4, 7});

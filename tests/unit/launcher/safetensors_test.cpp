@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -60,6 +61,35 @@ TEST_F(Safetensors, ConvertsHalfPrecision) {
   auto b = f.floats("b", s);
   EXPECT_EQ(b[0], 1.0f);
   EXPECT_EQ(b[1], -3.0f);
+}
+
+TEST_F(Safetensors, WritesHalfAndBfloat16RoundedToNearestEven) {
+  std::string p = path("h.safetensors");
+  const std::vector<float> values{1.0f, -2.5f, 0.1f, 65504.0f, 1.0f + 1.0f / 4096};
+  {
+    SafetensorsWriter w(p, {{"h", {5}, "F16"}, {"b", {5}, "BF16"}}, {});
+    w.write("h", 0, values);
+    w.write("b", 0, values);
+    w.sync();
+  }
+  SafetensorsFile f(p);
+  EXPECT_EQ(f.tensor("h").dtype, "F16");
+  EXPECT_EQ(f.tensor("b").end - f.tensor("b").begin, 10u);
+  std::uint16_t first_h, first_b;
+  std::memcpy(&first_h, f.raw("h").data(), 2);
+  std::memcpy(&first_b, f.raw("b").data(), 2);
+  EXPECT_EQ(first_h, 0x3c00);  // 1.0
+  EXPECT_EQ(first_b, 0x3f80);
+  std::vector<float> sh, sb;
+  auto h = f.floats("h", sh);
+  auto b = f.floats("b", sb);
+  EXPECT_EQ(h[1], -2.5f);
+  EXPECT_EQ(h[2], 0.0999755859375f);   // nearest half to 0.1
+  EXPECT_EQ(b[2], 0.10009765625f);     // nearest bfloat16 to 0.1
+  EXPECT_EQ(h[3], 65504.0f);           // largest half
+  EXPECT_EQ(h[4], 1.0f);               // halfway between two halves: to the even one
+  EXPECT_EQ(b[4], 1.0f);
+  EXPECT_THROW(SafetensorsWriter(path("bad.safetensors"), {{"x", {1}, "I8"}}, {}), FormatError);
 }
 
 TEST_F(Safetensors, TruncatedFileNamesTheTensorAndOffset) {

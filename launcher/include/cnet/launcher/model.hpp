@@ -45,6 +45,7 @@ struct ExampleModel {
   std::size_t layers = 8, hidden = 512, outputs = 0;  // outputs 0: same as hidden
   std::size_t expansion = 4;
   unsigned seed = 1;
+  std::string dtype = "F32";  // every tensor's: F32, F16 or BF16 (rounded from the same F32 draws)
 };
 void write_example_model(const std::string& path, const ExampleModel& model);
 void write_example_input(const std::string& path, std::size_t rows, std::size_t width, unsigned seed);

@@ -64,11 +64,12 @@ std::size_t dtype_size(const std::string& dtype);
 struct TensorSpec {
   std::string name;
   std::vector<std::uint64_t> shape;
+  std::string dtype = "F32";  // or F16/BF16: write() rounds to nearest even
 };
 
 class SafetensorsWriter {
  public:
-  // Writes the header for these F32 tensors and sizes the file; data is then filled with write().
+  // Writes the header for these tensors (F32, F16, BF16) and sizes the file; data is then filled with write().
   // `create`: a new file (an existing one is replaced); otherwise an existing file with exactly this
   // layout is reopened to go on filling it (resume), else FormatError says how it differs.
   SafetensorsWriter(const std::string& path, const std::vector<TensorSpec>& tensors,
