@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cnet/launcher/cuda_stage_abi.h"
+#include "nccl_runtime.hpp"
 #include "stage_kernels.cuh"
 
 namespace cnet::launcher::cuda {
@@ -64,8 +65,19 @@ struct Layer {
   float *b = nullptr, *b2 = nullptr, *gamma = nullptr, *beta = nullptr;
 };
 
+struct Comm {
+  const NcclRuntime* nccl = nullptr;
+  ncclComm_t comm = nullptr;
+};
+
+void check(const NcclRuntime* nccl, ncclResult_t rc, const char* what) {
+  if (rc != ncclSuccess) throw Failure{std::string(what) + ": " + nccl->error_string(rc)};
+}
+
 struct Stage {
   int device = 0;
+  Comm* link = nullptr;  // NCCL neighbours, when linked
+  int recv_from = -1, send_to = -1;
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
   void* workspace = nullptr;
@@ -226,11 +238,18 @@ int stage_start(void* handle, const float* in, std::size_t rows, char* err, std:
     if (rows > s->sizes.max_rows) throw Failure{std::to_string(rows) + " rows exceed the " + std::to_string(s->sizes.max_rows) + " planned"};
     const std::size_t bytes = rows * s->layers.front().spec.in * sizeof(float);
     check(cudaSetDevice(s->device), "cudaSetDevice");
-    std::memcpy(s->pinned_in, in, bytes);
-    check(cudaMemcpyAsync(s->a, s->pinned_in, bytes, cudaMemcpyHostToDevice, s->stream), "copying a micro-batch to the GPU");
+    if (s->recv_from >= 0) {
+      check(s->link->nccl, s->link->nccl->recv(s->a, bytes / sizeof(float), ncclFloat, s->recv_from, s->link->comm, s->stream), "ncclRecv");
+    } else {
+      std::memcpy(s->pinned_in, in, bytes);
+      check(cudaMemcpyAsync(s->a, s->pinned_in, bytes, cudaMemcpyHostToDevice, s->stream), "copying a micro-batch to the GPU");
+    }
     enqueue_layers(*s, rows);
-    check(cudaMemcpyAsync(s->pinned_out, s->a, rows * s->out_width * sizeof(float), cudaMemcpyDeviceToHost, s->stream),
-          "copying a micro-batch from the GPU");
+    if (s->send_to >= 0)
+      check(s->link->nccl, s->link->nccl->send(s->a, rows * s->out_width, ncclFloat, s->send_to, s->link->comm, s->stream), "ncclSend");
+    else
+      check(cudaMemcpyAsync(s->pinned_out, s->a, rows * s->out_width * sizeof(float), cudaMemcpyDeviceToHost, s->stream),
+            "copying a micro-batch from the GPU");
     s->rows = rows;
     s->running = true;
   });
@@ -240,7 +259,14 @@ int stage_poll(void* handle, char* err, std::size_t len) {
   auto* s = static_cast<Stage*>(handle);
   if (!s->running) return 1;
   cudaError_t rc = cudaStreamQuery(s->stream);
-  if (rc == cudaErrorNotReady) return 0;
+  if (rc == cudaErrorNotReady) {
+    ncclResult_t async = ncclSuccess;
+    if (s->link && s->link->nccl->comm_get_async_error(s->link->comm, &async) == ncclSuccess && async != ncclSuccess) {
+      s->running = false;
+      return report(std::string("NCCL failed between stages: ") + s->link->nccl->error_string(async), err, len);
+    }
+    return 0;
+  }
   s->running = false;
   if (rc != cudaSuccess) return report(std::string("computing a micro-batch: ") + cudaGetErrorName(rc) + " (" + cudaGetErrorString(rc) + ")", err, len);
   return 1;
@@ -250,7 +276,7 @@ int stage_result(void* handle, float* out, char* err, std::size_t len) {
   auto* s = static_cast<Stage*>(handle);
   return guarded(err, len, [&] {
     if (s->running) throw Failure{"the micro-batch is still running"};
-    std::memcpy(out, s->pinned_out, s->rows * s->out_width * sizeof(float));
+    if (s->send_to < 0) std::memcpy(out, s->pinned_out, s->rows * s->out_width * sizeof(float));
   });
 }
 
@@ -286,8 +312,60 @@ int gemm_tflops(int device, std::size_t n, double* tflops, char* err, std::size_
   });
 }
 
+int nccl_available(char* err, std::size_t len) {
+  std::string why;
+  return nccl_runtime(why) ? 0 : report(why, err, len);
+}
+
+int nccl_unique_id(unsigned char id[CNET_NCCL_ID_BYTES], char* err, std::size_t len) {
+  return guarded(err, len, [&] {
+    std::string why;
+    const NcclRuntime* nccl = nccl_runtime(why);
+    if (!nccl) throw Failure{why};
+    static_assert(sizeof(ncclUniqueId) == CNET_NCCL_ID_BYTES);
+    ncclUniqueId u{};
+    check(nccl, nccl->get_unique_id(&u), "ncclGetUniqueId");
+    std::memcpy(id, &u, sizeof u);
+  });
+}
+
+void* nccl_connect(int device, const unsigned char id[CNET_NCCL_ID_BYTES], int ranks, int rank, char* err, std::size_t len) {
+  auto* c = new Comm;
+  int rc = guarded(err, len, [&] {
+    std::string why;
+    c->nccl = nccl_runtime(why);
+    if (!c->nccl) throw Failure{why};
+    check(cudaSetDevice(device), "cudaSetDevice");
+    ncclUniqueId u{};
+    std::memcpy(&u, id, sizeof u);
+    check(c->nccl, c->nccl->comm_init_rank(&c->comm, ranks, u, rank), "ncclCommInitRank");
+  });
+  if (rc != 0) {
+    delete c;
+    return nullptr;
+  }
+  return c;
+}
+
+void nccl_close(void* handle, int abort_it) {
+  auto* c = static_cast<Comm*>(handle);
+  if (c && c->comm) (abort_it ? c->nccl->comm_abort : c->nccl->comm_destroy)(c->comm);
+  delete c;
+}
+
+int stage_link(void* handle, void* comm, int recv_from, int send_to, char* err, std::size_t len) {
+  auto* s = static_cast<Stage*>(handle);
+  return guarded(err, len, [&] {
+    if (s->running) throw Failure{"cannot link a stage while it computes"};
+    if (!comm && (recv_from >= 0 || send_to >= 0)) throw Failure{"an NCCL neighbour needs a communicator"};
+    s->link = static_cast<Comm*>(comm);
+    s->recv_from = recv_from, s->send_to = send_to;
+  });
+}
+
 const cnet_cuda_stage_api kApi = {CNET_CUDA_STAGE_ABI_VERSION, device_count, device_info, stage_create, stage_start,
-                                  stage_poll,                  stage_result, stage_destroy, gemm_tflops};
+                                  stage_poll,                  stage_result, stage_destroy, gemm_tflops,  nccl_available,
+                                  nccl_unique_id,              nccl_connect, nccl_close,    stage_link};
 
 }  // namespace
 }  // namespace cnet::launcher::cuda

@@ -73,6 +73,30 @@ const char* describe(ActivationPath path) {
   return "?";
 }
 
+std::string to_text(const RankDevice& d) { return d.device.host + "\n" + d.device.gpu_uuid + "\n" + (d.nccl ? "nccl" : "-"); }
+
+RankDevice rank_device_from_text(const std::string& text) {
+  auto a = text.find('\n'), b = a == std::string::npos ? a : text.find('\n', a + 1);
+  if (b == std::string::npos) throw GpuPlanError("a rank sent a damaged device description: '" + text.substr(0, 80) + "'");
+  return {{text.substr(0, a), text.substr(a + 1, b - a - 1)}, text.substr(b + 1) == "nccl"};
+}
+
+StageLinks plan_stage_links(const JobLayout& layout, const std::vector<RankDevice>& ranks, std::uint32_t rank) {
+  auto path = [&](std::uint32_t from, std::uint32_t to) {
+    return choose_activation_path(ranks.at(from).device, ranks.at(to).device, ranks.at(from).nccl && ranks.at(to).nccl);
+  };
+  StageLinks links;
+  for (std::uint32_t r = 0; r < ranks.size(); ++r)
+    if (layout.stage_of(r) + 1 < layout.stages && path(r, r + 1) == ActivationPath::nccl) links.any_nccl = true;
+  const unsigned stage = layout.stage_of(rank);
+  if (stage > 0 && path(rank - 1, rank) == ActivationPath::nccl) links.recv_from = static_cast<int>(rank - 1);
+  if (stage + 1 < layout.stages) {
+    links.to_next = path(rank, rank + 1);
+    if (links.to_next == ActivationPath::nccl) links.send_to = static_cast<int>(rank + 1);
+  }
+  return links;
+}
+
 std::string human_bytes(std::uint64_t bytes) {
   char buf[32];
   if (bytes >= (std::uint64_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1 << 30));

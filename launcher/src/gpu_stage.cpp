@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <cstdlib>
@@ -91,6 +92,38 @@ double CudaStageModule::gemm_tflops(int device, std::size_t n) const {
   return t;
 }
 
+bool CudaStageModule::nccl_available(std::string& why) const {
+  ErrorText err{};
+  if (api_->nccl_available(err.data(), err.size()) == 0) return true;
+  why = err.data();
+  return false;
+}
+
+NcclComm::NcclComm(const CudaStageModule& cuda, int device, transport::Bootstrap& boot) : cuda_(cuda) {
+  const auto& me = boot.placement();
+  std::array<unsigned char, CNET_NCCL_ID_BYTES> id{};
+  ErrorText err{};
+  bool ok = me.rank != 0 || cuda.api().nccl_unique_id(id.data(), err.data(), err.size()) == 0;
+  // Rank 0's id, or its failure as an empty id, so no rank waits in ncclCommInitRank for it.
+  auto ids = boot.allgather_values<unsigned char>("cnet.run.nccl_id", ok ? std::span<const unsigned char>(id) : std::span<const unsigned char>());
+  if (!ok) throw GpuUnavailable(std::string("NCCL between GPU stages: ") + err.data());
+  if (ids.at(0).size() != id.size()) throw GpuUnavailable("NCCL between GPU stages: rank 0 could not make an NCCL id");
+  std::copy(ids[0].begin(), ids[0].end(), id.begin());
+  comm_ = cuda.api().nccl_connect(device, id.data(), static_cast<int>(me.size), static_cast<int>(me.rank), err.data(), err.size());
+  if (!comm_) throw GpuUnavailable(std::string("NCCL between GPU stages: ") + err.data());
+}
+
+NcclComm::~NcclComm() {
+  if (comm_) cuda_.api().nccl_close(comm_, abort_ ? 1 : 0);
+}
+
+void GpuStageForward::link(NcclComm& comm, int recv_from, int send_to) {
+  ErrorText err{};
+  if (cuda_.api().stage_link(stage_, comm.handle(), recv_from, send_to, err.data(), err.size()) != 0)
+    throw GpuUnavailable(device() + ": " + err.data());
+  recv_from_ = recv_from, send_to_ = send_to;
+}
+
 GpuStageForward::GpuStageForward(const CudaStageModule& cuda, int device, const SafetensorsFile& weights, const ModelSpec& model,
                                  unsigned stage_index, const StageRange& stage, std::size_t micro_batch)
     : cuda_(cuda), index_(device) {
@@ -149,15 +182,20 @@ std::string GpuStageForward::device() const { return "GPU " + std::to_string(ind
 void GpuStageForward::forward(std::span<const float> in, std::size_t rows, std::vector<float>& out, const std::function<void()>& progress) {
   const cnet_cuda_stage_api& api = cuda_.api();
   ErrorText err{};
-  if (in.size() < rows * in_) throw FormatError("a micro-batch is shorter than its rows");
-  if (api.stage_start(stage_, in.data(), rows, err.data(), err.size()) != 0) throw GpuUnavailable(device() + ": " + err.data());
+  if (recv_from_ < 0 && in.size() < rows * in_) throw FormatError("a micro-batch is shorter than its rows");
+  if (api.stage_start(stage_, recv_from_ < 0 ? in.data() : nullptr, rows, err.data(), err.size()) != 0)
+    throw GpuUnavailable(device() + ": " + err.data());
+  const auto deadline = std::chrono::steady_clock::now() + stall_timeout_;
   int done;
   while ((done = api.stage_poll(stage_, err.data(), err.size())) == 0) {
     if (progress) progress();
     else std::this_thread::yield();
+    if (std::chrono::steady_clock::now() > deadline)
+      throw GpuUnavailable(device() + ": a micro-batch did not finish within " + std::to_string(stall_timeout_.count()) +
+                           " ms (an NCCL neighbour stalled or died, or the GPU hung)");
   }
   if (done < 0) throw GpuUnavailable(device() + ": " + err.data());
-  out.resize(rows * out_);
+  out.resize(send_to_ < 0 ? rows * out_ : 0);
   if (api.stage_result(stage_, out.data(), err.data(), err.size()) != 0) throw GpuUnavailable(device() + ": " + err.data());
 }
 

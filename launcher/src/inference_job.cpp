@@ -212,7 +212,9 @@ struct Job {
   std::vector<StageRange> stages;
   InputRows input;
   int gpu = -1;  // this rank's CUDA device, -1: the CPU
+  std::unique_ptr<NcclComm> nccl;  // before `forward`: a stage linked over it goes first
   std::unique_ptr<StageCompute> forward;
+  ActivationPath to_next = ActivationPath::host;
   std::vector<MicroBatch> all;
 };
 
@@ -244,6 +246,24 @@ std::vector<MicroBatch> plan_work(transport::Bootstrap& boot, const Job& job, co
   return todo;
 }
 
+// GPU stages: every rank says where it computes and whether NCCL loads there; neighbours on different
+// GPUs are then linked over NCCL (device to device), the others stay staged through the host.
+void link_gpu_stages(transport::Bootstrap& boot, Job& job, std::chrono::milliseconds timeout) {
+  auto* gpu = dynamic_cast<GpuStageForward*>(job.forward.get());
+  const auto& me = boot.placement();
+  RankDevice mine{{me.hostname, gpu ? gpu->uuid() : std::string()}, false};
+  std::string why;
+  if (gpu) mine.nccl = CudaStageModule::load().nccl_available(why);
+  std::vector<RankDevice> ranks;
+  for (const auto& text : boot.allgather_text("cnet.run.devices", to_text(mine))) ranks.push_back(rank_device_from_text(text));
+  StageLinks links = plan_stage_links(job.layout, ranks, me.rank);
+  job.to_next = links.to_next;
+  if (gpu) gpu->set_stall_timeout(timeout);
+  if (!links.any_nccl) return;
+  job.nccl = std::make_unique<NcclComm>(CudaStageModule::load(), job.gpu, boot);
+  gpu->link(*job.nccl, links.recv_from, links.send_to);
+}
+
 void print_banner(const InferenceOptions& o, const Job& job, const UcxChannel& ch, std::size_t todo) {
   std::set<std::string> hosts;
   for (std::uint32_t r = 0; r < ch.size(); ++r) hosts.insert(ch.hostname_of(r));
@@ -253,7 +273,7 @@ void print_banner(const InferenceOptions& o, const Job& job, const UcxChannel& c
   std::fprintf(stderr, "cnet-run %s: %u stage%s x %u replica%s on %s; %zu layers (width %zu -> %zu); %zu micro-batches of %zu rows; %s\n",
                o.name.c_str(), S, S > 1 ? "s" : "", R, R > 1 ? "s" : "", common::join({hosts.begin(), hosts.end()}, ",").c_str(),
                job.model.layers.size(), job.model.input_width(), job.model.output_width(), job.all.size(), o.micro_batch,
-               (job.forward->device() + (job.gpu >= 0 ? std::string("; activations: ") + describe(ActivationPath::host_staged) : "")).c_str());
+               (job.forward->device() + (job.gpu >= 0 && S > 1 ? std::string("; activations: ") + describe(job.to_next) : "")).c_str());
   for (unsigned s = 0; s < S; ++s)
     std::fprintf(stderr, "  stage %u: layers %zu-%zu (%.0f%% of the work) on %s\n", s, job.stages[s].first, job.stages[s].last - 1,
                  100 * job.stages[s].cost / total_cost, ch.hostname_of(job.layout.rank_of(0, s)).c_str());
@@ -276,6 +296,9 @@ void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& to
   const unsigned S = layout.stages, R = layout.replicas, stage = layout.stage_of(rank), replica = layout.replica_of(rank);
   const auto mine = share_of(todo, replica, R);
   const std::size_t in_width = job.forward->input_width(), out_width = job.forward->output_width();
+  // Over NCCL the stage itself receives from the previous stage and sends to the next one.
+  const bool receive_here = stage > 0 && !job.forward->input_arrives_directly();
+  const bool send_here = stage + 1 < S && !job.forward->output_leaves_directly();
   std::array<Slot, 2> inbox, outbox;
   auto post_receive = [&](std::size_t j) {
     Slot& slot = inbox[j % 2];
@@ -288,7 +311,7 @@ void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& to
     slot.rows.swap(rows);
     slot.request = ch.send(peer, tag, bytes(slot.rows));
   };
-  if (stage > 0)
+  if (receive_here)
     for (std::size_t j = 0; j < std::min<std::size_t>(2, mine.size()); ++j) post_receive(j);
   if (sink) sink->start();
   std::vector<float> result, gathered;
@@ -298,14 +321,14 @@ void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& to
     std::span<const float> x;
     if (stage == 0) {
       x = job.input.data.subspan(mb.first_row * in_width, mb.rows * in_width);
-    } else {
+    } else if (receive_here) {
       ch.wait(*inbox[j % 2].request);
       x = inbox[j % 2].rows;
     }
     job.forward->forward(x, mb.rows, result, let_transfers_progress);
-    if (stage > 0 && j + 2 < mine.size()) post_receive(j + 2);  // forward() has copied its input
+    if (receive_here && j + 2 < mine.size()) post_receive(j + 2);  // forward() has copied its input
     if (stage + 1 < S) {
-      send(j, rank + 1, activation_tag(mb.index), result);
+      if (send_here) send(j, rank + 1, activation_tag(mb.index), result);
     } else if (!sink) {
       send(j, layout.writer(), output_tag(mb.index), result);
     } else {
@@ -408,6 +431,13 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
     if (job.layout.replicas > 1) s += " of replica " + std::to_string(job.layout.replica_of(rank));
     return s + " (rank " + std::to_string(rank) + " on " + channel->hostname_of(rank) + ")";
   };
+  if (job.gpu >= 0) {
+    try {
+      link_gpu_stages(boot, job, o.timeout);
+    } catch (const std::exception& e) {
+      return fail(kStageFailure, std::string("cannot link the GPU stages: ") + e.what());
+    }
+  }
   if (me.rank == 0) print_banner(o, job, *channel, todo.size());
   try {
     run_stage(*channel, job, todo, sink.get());

@@ -49,6 +49,27 @@ print(line, flush=True)
 sys.exit(0 if v["identical"] and (not target or ratio >= target) and (not bubble_target or bubble <= bubble_target * theory) else 1)
 PY
 }
+# What two ranks can reach here at all: two independent one-rank runs at the same time against one
+# alone (they share cores, caches and memory bandwidth, and each writes its output as the pipeline's
+# writer does). Printed beside the targets so a miss can be told from this machine's ceiling.
+ceiling() {
+  "$run" make-input --output "$work/input.safetensors" --rows $((32 * rows_per_mb)) --model "$work/model.safetensors" 2>/dev/null
+  local one=("$run" --local 1 --model "$work/model.safetensors" --input "$work/input.safetensors" --micro-batch $rows_per_mb --json)
+  local ratios=() i
+  for i in 1 2 3; do
+    "${one[@]}" --output "$work/solo.safetensors" >"$work/solo.json" 2>/dev/null
+    "${one[@]}" --output "$work/a.safetensors" >"$work/a.json" 2>/dev/null &
+    "${one[@]}" --output "$work/b.safetensors" >"$work/b.json" 2>/dev/null
+    wait $!
+    ratios+=("$(/usr/bin/python3 -c '
+import json, sys
+solo, a, b = (json.load(open(f)) for f in sys.argv[1:])
+print((a["rows_per_second"] + b["rows_per_second"]) / solo["rows_per_second"])' "$work/solo.json" "$work/a.json" "$work/b.json")")
+  done
+  /usr/bin/python3 -c 'import sys; r = sorted(map(float, sys.argv[1:])); print(f"pipeline: ceiling: two independent one-rank runs at once reach {r[1]:.2f}x one alone (median of 3): the most 2 ranks can reach on this machine")' "${ratios[@]}"
+}
+ceiling
+
 status=0
 for m in 2 8 32; do
   targets=()

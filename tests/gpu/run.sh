@@ -3,7 +3,7 @@
 #   tests/gpu/run.sh [BUILD_DIR]     (default build-gpu/)
 # CUDA/NCCL found; cuBLAS GEMM against the GPU's peak; NcclChannel on one rank; a 1-stage GPU run against
 # the CPU within tolerance (F32 and F16 weights); 2 stages sharing the GPU (host-staged) bit-identical to 1 stage on it; 2 stages
-# on 2 GPUs when there are two; throughput GPU against CPU. Exit 1 when any check failed.
+# on 2 GPUs over NCCL when there are two; throughput GPU against CPU. Exit 1 when any check failed.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${1:-$repo/build-gpu}
@@ -56,10 +56,11 @@ fi
 
 if ((gpus >= 2)); then
   out=$(CUDA_VISIBLE_DEVICES=0,1 run --local 2 --gpu-per-stage 1 --micro-batch 256 --output "$work/gpu2x2.st" 2>&1)
-  [[ $? == 0 ]] && cmp -s "$work/gpu1.st" "$work/gpu2x2.st" && result PASS "2 stages on 2 GPUs bit-identical to 1 stage" ||
+  [[ $? == 0 ]] && cmp -s "$work/gpu1.st" "$work/gpu2x2.st" && grep -q "activations: GPU to GPU over NCCL" <<<"$out" &&
+    result PASS "2 stages on 2 GPUs, activations over NCCL, bit-identical to 1 stage" ||
     result FAIL "2 stages on 2 GPUs: $(tail -n 5 <<<"$out")"
 else
-  result SKIP "2 stages on 2 GPUs and a 2-rank NcclChannel: only one GPU here"
+  result SKIP "2 stages on 2 GPUs (activations over NCCL): only one GPU here"
 fi
 
 rate() { /usr/bin/python3 -c 'import json,sys; print(round(json.load(sys.stdin)["rows_per_second"]))'; }

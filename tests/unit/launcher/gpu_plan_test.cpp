@@ -107,3 +107,37 @@ TEST(GpuStageModule, NoGpuHereIsAClearError) {
     EXPECT_NE(m.find("--gpu-per-stage 0"), std::string::npos) << m;
   }
 }
+
+TEST(GpuPlanLinks, NeighboursOnDifferentGpusAreLinkedOverNccl) {
+  // 2 replicas x 2 stages: replica 0 on two GPUs of cn1, replica 1 sharing one GPU of cn2.
+  JobLayout layout{2, 2};
+  std::vector<RankDevice> ranks{{{"cn1", "GPU-a"}, true}, {{"cn1", "GPU-b"}, true}, {{"cn2", "GPU-c"}, true}, {{"cn2", "GPU-c"}, true}};
+  StageLinks first = plan_stage_links(layout, ranks, 0), second = plan_stage_links(layout, ranks, 1);
+  EXPECT_TRUE(first.any_nccl);
+  EXPECT_EQ(first.recv_from, -1);
+  EXPECT_EQ(first.send_to, 1);
+  EXPECT_EQ(first.to_next, ActivationPath::nccl);
+  EXPECT_EQ(second.recv_from, 0);
+  EXPECT_EQ(second.send_to, -1);  // the last stage hands its rows to the writer through the host
+  // Replica 1's stages share a GPU: host-staged, but they join the job's communicator all the same.
+  StageLinks shared = plan_stage_links(layout, ranks, 2);
+  EXPECT_TRUE(shared.any_nccl);
+  EXPECT_EQ(shared.send_to, -1);
+  EXPECT_EQ(shared.to_next, ActivationPath::host_staged);
+  EXPECT_EQ(plan_stage_links(layout, ranks, 3).recv_from, -1);
+  // One rank without NCCL: its pair is host-staged; with no NCCL pair left, no communicator at all.
+  ranks[1].nccl = false;
+  EXPECT_EQ(plan_stage_links(layout, ranks, 0).send_to, -1);
+  EXPECT_FALSE(plan_stage_links(layout, ranks, 0).any_nccl);
+  EXPECT_FALSE(plan_stage_links(layout, ranks, 3).any_nccl);
+}
+
+TEST(GpuPlanLinks, DeviceDescriptionsRoundTripAndDamageIsRefused) {
+  RankDevice d{{"cn7", "GPU-0f1e2d3c-0000-1111-2222-333344445555"}, true};
+  RankDevice back = rank_device_from_text(to_text(d));
+  EXPECT_EQ(back.device.host, "cn7");
+  EXPECT_EQ(back.device.gpu_uuid, d.device.gpu_uuid);
+  EXPECT_TRUE(back.nccl);
+  EXPECT_FALSE(rank_device_from_text(to_text({{"cn1", ""}, false})).nccl);
+  EXPECT_THROW(rank_device_from_text("cn1 only"), GpuPlanError);
+}

@@ -12,6 +12,7 @@ extern "C" {
 #endif
 
 #define CNET_CUDA_STAGE_ABI_VERSION 1
+#define CNET_NCCL_ID_BYTES 128 /* NCCL_UNIQUE_ID_BYTES */
 
 enum cnet_cuda_layer_kind { CNET_CUDA_LINEAR, CNET_CUDA_RELU, CNET_CUDA_GELU, CNET_CUDA_SOFTMAX, CNET_CUDA_LAYERNORM, CNET_CUDA_RESIDUAL_MLP };
 enum cnet_cuda_dtype { CNET_CUDA_F32, CNET_CUDA_F16, CNET_CUDA_BF16 };
@@ -46,15 +47,27 @@ typedef struct cnet_cuda_stage_api {
   int (*device_info)(int device, cnet_cuda_device* info, char* err, size_t len);
   /* Uploads the layers' weights once and allocates the buffers; returns the stage or null. */
   void* (*stage_create)(int device, const cnet_cuda_layer* layers, size_t count, const cnet_cuda_buffers* buffers, char* err, size_t len);
-  /* Queues copy-in, every layer and copy-out on the stage's stream and returns at once. */
+  /* Queues copy-in (or the NCCL receive), every layer and copy-out (or the NCCL send) on the stage's
+   * stream and returns at once; `in` is not read when the input arrives over NCCL. */
   int (*stage_start)(void* stage, const float* in, size_t rows, char* err, size_t len);
   /* 1: the queued micro-batch is done, 0: still running, -1: it failed. */
   int (*stage_poll)(void* stage, char* err, size_t len);
-  /* Copies the finished micro-batch (rows x last layer's out) into out. */
+  /* Copies the finished micro-batch (rows x last layer's out) into out; nothing when it left over NCCL. */
   int (*stage_result)(void* stage, float* out, char* err, size_t len);
   void (*stage_destroy)(void* stage);
   /* F32 GEMM n x n x n in the stage's deterministic configuration, timed on the device. */
   int (*gemm_tflops)(int device, size_t n, double* tflops, char* err, size_t len);
+
+  /* NCCL between GPU stages, loaded by the module on first use (libnccl.so.2): where it is missing the
+   * stages stay host-staged. nccl_available says why not; rank 0's id reaches the others through the
+   * job's bootstrap, then every rank of the job connects (collective). */
+  int (*nccl_available)(char* err, size_t len);
+  int (*nccl_unique_id)(unsigned char id[CNET_NCCL_ID_BYTES], char* err, size_t len);
+  void* (*nccl_connect)(int device, const unsigned char id[CNET_NCCL_ID_BYTES], int ranks, int rank, char* err, size_t len);
+  void (*nccl_close)(void* comm, int abort_it); /* abort_it: a peer failed, do not wait for it */
+  /* From now on the stage receives its input from rank recv_from and sends its output to rank send_to
+   * over comm, device to device (-1: through the host, as stage_start/stage_result). */
+  int (*stage_link)(void* stage, void* comm, int recv_from, int send_to, char* err, size_t len);
 } cnet_cuda_stage_api;
 
 /* The module's one exported symbol. */

@@ -25,6 +25,11 @@ class StageCompute {
   // every layer on the CPU, while waiting for the GPU), so transfers move meanwhile.
   virtual void forward(std::span<const float> in, std::size_t rows, std::vector<float>& out, const std::function<void()>& progress = {}) = 0;
   virtual std::string device() const = 0;  // "CPU, OpenBLAS 1 thread", "GPU 0 (NVIDIA H200), cuBLAS"
+  // GPU stages linked over NCCL take their input from the previous stage and hand their output to the
+  // next one themselves: forward() then ignores `in` or leaves `out` empty, and the pipeline moves
+  // nothing for that side.
+  virtual bool input_arrives_directly() const { return false; }
+  virtual bool output_leaves_directly() const { return false; }
 };
 
 class StageForward : public StageCompute {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "cnet/launcher/model.hpp"
 #include "cnet/launcher/safetensors.hpp"
@@ -56,6 +57,23 @@ struct StageDevice {
 };
 ActivationPath choose_activation_path(const StageDevice& from, const StageDevice& to, bool nccl_available);
 const char* describe(ActivationPath path);
+
+// What each rank tells the others before the stages are linked.
+struct RankDevice {
+  StageDevice device;
+  bool nccl = false;  // NCCL loadable on that rank
+};
+std::string to_text(const RankDevice& d);
+RankDevice rank_device_from_text(const std::string& text);  // throws GpuPlanError on damaged text
+
+// This rank's NCCL neighbours (-1: through the host) and whether the job needs a communicator at all;
+// every rank computes the same answer from the same list, so they agree without talking.
+struct StageLinks {
+  int recv_from = -1, send_to = -1;
+  bool any_nccl = false;
+  ActivationPath to_next = ActivationPath::host;  // for the banner
+};
+StageLinks plan_stage_links(const JobLayout& layout, const std::vector<RankDevice>& ranks, std::uint32_t rank);
 
 std::string human_bytes(std::uint64_t bytes);  // "3.00 GiB", "200 MiB", "512 B"
 

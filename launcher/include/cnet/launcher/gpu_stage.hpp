@@ -5,6 +5,7 @@
 // memory. A node without CUDA, without a GPU or without the module gets GpuUnavailable, whose message
 // says which and what to do, never a failure to start.
 
+#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -12,6 +13,7 @@
 #include "cnet/launcher/cuda_stage_abi.h"
 #include "cnet/launcher/forward.hpp"
 #include "cnet/launcher/gpu_plan.hpp"
+#include "cnet/transport/bootstrap.hpp"
 
 namespace cnet::launcher {
 
@@ -29,6 +31,7 @@ class CudaStageModule {
   static std::string module_path();
 
   int device_count() const { return devices_; }
+  bool nccl_available(std::string& why) const;
   cnet_cuda_device device(int index) const;  // throws GpuUnavailable
   double gemm_tflops(int device, std::size_t n) const;
   const cnet_cuda_stage_api& api() const { return *api_; }
@@ -37,6 +40,22 @@ class CudaStageModule {
   CudaStageModule() = default;
   const cnet_cuda_stage_api* api_ = nullptr;
   int devices_ = 0;
+};
+
+// An NCCL communicator over every rank of the job (collective: all ranks construct it together).
+class NcclComm {
+ public:
+  NcclComm(const CudaStageModule& cuda, int device, transport::Bootstrap& bootstrap);
+  ~NcclComm();
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
+  void* handle() const { return comm_; }
+  void abandon() { abort_ = true; }  // a peer failed: close without waiting for it
+
+ private:
+  const CudaStageModule& cuda_;
+  void* comm_ = nullptr;
+  bool abort_ = false;
 };
 
 class GpuStageForward : public StageCompute {
@@ -53,6 +72,12 @@ class GpuStageForward : public StageCompute {
   void forward(std::span<const float> in, std::size_t rows, std::vector<float>& out, const std::function<void()>& progress = {}) override;
   std::string device() const override;
   std::string uuid() const { return info_.uuid; }
+  // From now on: input from rank recv_from, output to rank send_to, over `comm` (-1: through the host).
+  void link(NcclComm& comm, int recv_from, int send_to);
+  bool input_arrives_directly() const override { return recv_from_ >= 0; }
+  bool output_leaves_directly() const override { return send_to_ >= 0; }
+  // A micro-batch that has not finished after this long (a neighbour stalled or died) is an error.
+  void set_stall_timeout(std::chrono::milliseconds timeout) { stall_timeout_ = timeout; }
 
  private:
   const CudaStageModule& cuda_;
@@ -60,6 +85,8 @@ class GpuStageForward : public StageCompute {
   cnet_cuda_device info_{};
   void* stage_ = nullptr;
   std::size_t in_ = 0, out_ = 0;
+  int recv_from_ = -1, send_to_ = -1;
+  std::chrono::milliseconds stall_timeout_{std::chrono::minutes(2)};
 };
 
 // Where a stage computes: the CPU, or GPU `cuda_device` (of those this task sees).
