@@ -17,6 +17,16 @@ std::size_t chunk_begin(std::size_t count, std::uint32_t c, std::uint32_t n) { r
 
 }  // namespace
 
+template <typename T>
+std::span<T> Collectives::scratch(std::size_t count) {
+  static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+  if (count * sizeof(T) > scratch_bytes_) {
+    scratch_.reset(new std::byte[count * sizeof(T)]);  // uninitialised: receives fill it
+    scratch_bytes_ = count * sizeof(T);
+  }
+  return {reinterpret_cast<T*>(scratch_.get()), count};
+}
+
 // Tags: a fresh sequence number per collective call (upper 24 bits), the phase or step in the lower 8.
 std::uint32_t Collectives::next_tag() { return (++sequence_ & 0xffffff) << 8; }
 
@@ -77,7 +87,7 @@ void Collectives::recursive_doubling(std::span<T> data, std::uint32_t seq) {
   std::uint32_t n = ch_.size(), r = ch_.rank(), p2 = 1;
   while (p2 * 2 <= n) p2 *= 2;
   std::uint32_t rem = n - p2;
-  std::vector<T> other(data.size());
+  std::span<T> other = scratch<T>(data.size());
   unsigned step = 0;
   int newrank;
   if (r < 2 * rem) {
@@ -85,7 +95,7 @@ void Collectives::recursive_doubling(std::span<T> data, std::uint32_t seq) {
       ch_.send_blocking(r + 1, seq | step, bytes_of(data));
       newrank = -1;
     } else {
-      ch_.recv_blocking(r - 1, seq | step, writable_bytes_of(std::span(other)));
+      ch_.recv_blocking(r - 1, seq | step, writable_bytes_of(other));
       for (std::size_t i = 0; i < data.size(); ++i) data[i] = other[i] + data[i];
       newrank = static_cast<int>(r / 2);
     }
@@ -97,7 +107,7 @@ void Collectives::recursive_doubling(std::span<T> data, std::uint32_t seq) {
   if (newrank >= 0) {
     for (std::uint32_t mask = 1; mask < p2; mask <<= 1, ++step) {
       std::uint32_t partner = real(static_cast<std::uint32_t>(newrank) ^ mask);
-      auto recv = ch_.recv(partner, seq | step, writable_bytes_of(std::span(other)));
+      auto recv = ch_.recv(partner, seq | step, writable_bytes_of(other));
       auto send = ch_.send(partner, seq | step, bytes_of(data));
       ch_.wait(*send);
       ch_.wait(*recv);
@@ -117,7 +127,7 @@ template <typename T>
 void Collectives::ring(std::span<T> data, std::uint32_t seq) {
   std::uint32_t n = ch_.size(), r = ch_.rank();
   std::size_t count = data.size();
-  std::vector<T> incoming(count / n + 1);
+  std::span<T> incoming = scratch<T>(count / n + 1);
   for (std::uint32_t step = 0; step + 1 < n; ++step) {
     std::uint32_t send_c = (r + n - step) % n, recv_c = (r + n - step - 1) % n;
     auto send_span = data.subspan(chunk_begin(count, send_c, n), chunk_begin(count, send_c + 1, n) - chunk_begin(count, send_c, n));
@@ -152,13 +162,11 @@ template <typename T>
 void Collectives::rank_ordered(std::span<T> data, std::uint32_t seq) {
   std::uint32_t n = ch_.size(), r = ch_.rank();
   std::size_t count = data.size(), mine_begin = chunk_begin(count, r, n), mine_len = chunk_begin(count, r + 1, n) - mine_begin;
-  std::vector<std::unique_ptr<T[]>> parts(n);  // uninitialised: UCX fills them
+  std::span<T> parts = scratch<T>(mine_len * n);  // rank p's contribution at p * mine_len (none for r)
+  auto part = [&](std::uint32_t p) { return parts.subspan(p * mine_len, mine_len); };
   std::vector<std::unique_ptr<UcxChannel::Request>> requests;
-  for (std::uint32_t p = 0; p < n; ++p) {
-    if (p == r) continue;
-    parts[p].reset(new T[mine_len]);
-    requests.push_back(ch_.recv(p, seq, writable_bytes_of(std::span(parts[p].get(), mine_len))));
-  }
+  for (std::uint32_t p = 0; p < n; ++p)
+    if (p != r) requests.push_back(ch_.recv(p, seq, writable_bytes_of(part(p))));
   for (std::uint32_t k = 1; k < n; ++k) {  // staggered so not every rank sends to rank 0 first
     std::uint32_t p = (r + k) % n;
     std::size_t b = chunk_begin(count, p, n);
@@ -168,7 +176,7 @@ void Collectives::rank_ordered(std::span<T> data, std::uint32_t seq) {
   // Each element is x0 + x1 + ... in rank order, as before; summed a block at a time so that the loops
   // vectorise across elements and stay in cache, and written over this rank's own contribution only
   // after the block has read it.
-  auto contribution = [&](std::uint32_t p) -> const T* { return p == r ? data.data() + mine_begin : parts[p].get(); };
+  auto contribution = [&](std::uint32_t p) -> const T* { return p == r ? data.data() + mine_begin : part(p).data(); };
   constexpr std::size_t kBlock = 2048;
   T acc[kBlock];
   for (std::size_t b = 0; b < mine_len; b += kBlock) {

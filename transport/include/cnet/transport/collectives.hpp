@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "cnet/transport/ucx_channel.hpp"
@@ -38,8 +39,14 @@ class Collectives {
   // Passes reduced chunks round the ring: this rank starts out owning chunk `owned`.
   template <typename T> void allgather_chunks(std::span<T> data, std::uint32_t owned, std::uint32_t tag_base);
 
+  // Receive space for `count` values, kept between calls: a fresh multi-MiB buffer per call would
+  // come straight from mmap and fault in every page again each time.
+  template <typename T> std::span<T> scratch(std::size_t count);
+
   UcxChannel& ch_;
   std::uint32_t sequence_ = 0;
+  std::unique_ptr<std::byte[]> scratch_;
+  std::size_t scratch_bytes_ = 0;
 };
 
 }  // namespace cnet::transport
