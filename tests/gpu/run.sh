@@ -12,7 +12,9 @@ result() { echo "$1: $2"; [[ $1 != FAIL ]] || failed=1; }
 
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU') || true
 ((gpus > 0)) || { result FAIL "no NVIDIA GPU here (nvidia-smi -L)"; exit 1; }
-if ! cmake -S "$repo" -B "$build" -DCNET_WITH_CUDA=ON -DCMAKE_BUILD_TYPE=Release >"$build.configure.log" 2>&1 ||
+# Only what the checks need: no Slurm plugins or test suites (a GPU machine may have no Slurm).
+if ! cmake -S "$repo" -B "$build" -DCNET_WITH_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DCNET_BUILD_TESTS=OFF -DCNET_BUILD_SLURM_PLUGINS=OFF \
+       >"$build.configure.log" 2>&1 ||
    ! cmake --build "$build" -j "$(nproc)" --target cnet-run cnet_cuda_stage nccl_check gemm_check >"$build.build.log" 2>&1; then
   tail -n 30 "$build.configure.log" "$build.build.log" 2>/dev/null
   result FAIL "CUDA/NCCL build (contrib/install-deps.sh installs the rest; CUDA under /usr/local/cuda)"
