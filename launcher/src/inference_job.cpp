@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <list>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -313,8 +314,37 @@ void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& to
   };
   if (receive_here)
     for (std::size_t j = 0; j < std::min<std::size_t>(2, mine.size()); ++j) post_receive(j);
+  // The writer takes the other replicas' rows as they arrive, receives posted two rounds ahead, instead
+  // of in lockstep with its own: a replica running a little behind no longer stalls it.
+  struct Incoming {
+    MicroBatch mb;
+    std::vector<float> rows;
+    std::unique_ptr<UcxChannel::Request> request;
+  };
+  std::list<Incoming> others;
+  std::size_t next_other = 0;  // index into todo of the next other replica's micro-batch to post for
+  auto post_others = [&](std::size_t rounds) {
+    for (; next_other < std::min(todo.size(), rounds * R); ++next_other) {
+      if (next_other % R == 0) continue;  // the writer's own
+      const MicroBatch& o = todo[next_other];
+      Incoming& in = others.emplace_back(Incoming{o, std::vector<float>(o.rows * out_width), nullptr});
+      in.request = ch.recv(layout.rank_of(static_cast<unsigned>(next_other % R), S - 1), output_tag(o.index), bytes(in.rows));
+    }
+  };
+  auto take_others = [&](bool all) {
+    for (auto it = others.begin(); it != others.end();) {
+      if (all) ch.wait(*it->request);
+      else if (!ch.test(*it->request)) {
+        ++it;
+        continue;
+      }
+      sink->put(it->mb, it->rows);
+      it = others.erase(it);
+    }
+  };
+  if (sink && R > 1) post_others(2);
   if (sink) sink->start();
-  std::vector<float> result, gathered;
+  std::vector<float> result;
   auto let_transfers_progress = [&] { ch.progress(); };
   for (std::size_t j = 0; j < mine.size(); ++j) {
     const MicroBatch& mb = mine[j];
@@ -333,14 +363,13 @@ void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& to
       send(j, layout.writer(), output_tag(mb.index), result);
     } else {
       sink->put(mb, result);
-      for (unsigned h = 1; h < R; ++h) {  // the other replicas' rows of this round, in input order
-        std::size_t k = j * R + h;
-        if (k >= todo.size()) break;
-        gathered.resize(todo[k].rows * out_width);
-        ch.recv_blocking(layout.rank_of(h, S - 1), output_tag(todo[k].index), bytes(gathered));
-        sink->put(todo[k], gathered);
-      }
+      post_others(j + 2);
+      take_others(false);
     }
+  }
+  if (sink) {
+    post_others(todo.size());
+    take_others(true);
   }
   for (auto& slot : outbox)
     if (slot.request) ch.wait(*slot.request);

@@ -230,6 +230,15 @@ void UcxChannel::wait_all(std::vector<std::unique_ptr<Request>>& requests) {
   requests.clear();
 }
 
+bool UcxChannel::test(Request& req) {
+  if (req.handle) {
+    ucp_worker_progress(ucx_->worker);
+    if (ucp_request_check_status(req.handle) == UCS_INPROGRESS) return false;
+  }
+  wait(req);  // completes it, and reports a failure the way wait() does
+  return true;
+}
+
 void UcxChannel::progress() {
   while (ucp_worker_progress(ucx_->worker) != 0) {
   }
