@@ -15,12 +15,6 @@ namespace {
 
 using ErrorText = std::array<char, 512>;
 
-std::string running_tool_dir() {
-  std::error_code ec;
-  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string() : exe.parent_path().string();
-}
-
 int dtype_code(const SafetensorsFile& f, const std::string& name) {
   const std::string& d = f.tensor(name).dtype;
   if (d == "F16") return CNET_CUDA_F16;
@@ -45,7 +39,9 @@ int kind_code(LayerKind k) {
 std::string CudaStageModule::module_path() {
   if (const char* p = std::getenv("CNET_CUDA_STAGE_MODULE"); p && *p) return p;
 #ifdef CNET_CUDA_STAGE_MODULE_RELPATH
-  return running_tool_dir() + "/" CNET_CUDA_STAGE_MODULE_RELPATH;
+  std::error_code ec;  // beside the running tool: the same relative place in the build and installed
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string() + "/" CNET_CUDA_STAGE_MODULE_RELPATH;
 #else
   return {};
 #endif
