@@ -16,7 +16,7 @@
 #include "cnet/common/text.hpp"
 #include "cnet/launcher/forward.hpp"
 #include "cnet/launcher/gpu_stage.hpp"
-#include "cnet/launcher/progress_log.hpp"
+#include "cnet/launcher/output_sink.hpp"
 #include "cnet/transport/collectives.hpp"
 #include "cnet/transport/ucx_channel.hpp"
 
@@ -59,13 +59,6 @@ std::span<std::byte> bytes(std::vector<float>& v) { return std::as_writable_byte
 std::uint32_t activation_tag(std::uint32_t mb) { return 2 * mb; }
 std::uint32_t output_tag(std::uint32_t mb) { return 2 * mb + 1; }
 
-std::string clock_text(double s) {
-  char b[32];
-  long t = std::lround(s);
-  std::snprintf(b, sizeof b, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
-  return b;
-}
-
 // --resume, or --resume=auto with a progress file from an earlier run.
 bool resuming(const InferenceOptions& o) {
   using R = InferenceOptions::Resume;
@@ -90,73 +83,6 @@ void refuse_output_over_inputs(const InferenceOptions& o) {
                           " (the same path or a link to it); writing it would destroy it: choose another output file");
   }
 }
-
-// The writer's side: rows into OUTPUT.partial (renamed to OUTPUT only once every micro-batch is in, so
-// a file by the output's name is always complete), synced batches into the progress log, a progress line.
-class OutputSink {
- public:
-  OutputSink(const InferenceOptions& o, std::size_t rows, std::size_t width, const std::string& identity, std::size_t total, bool resume)
-      : name_(o.name), output_(o.output), partial_(o.output + ".partial"), width_(width), total_(total),
-        log_(resume ? ProgressLog::resume(o.output + ".progress", identity, static_cast<std::uint32_t>(total))
-                    : ProgressLog::start(o.output + ".progress", identity)) {
-    done_before_ = log_.done().size();
-    bool finished_before = resume && done_before_ == total && !std::filesystem::exists(partial_) && std::filesystem::exists(output_);
-    if (finished_before) return;  // an earlier run completed it: nothing left to write
-    if (resume && !std::filesystem::exists(partial_))
-      throw FormatError("cannot resume into " + output_ + ": " + partial_ + " is missing (run without --resume to start over)");
-    file_.emplace(partial_, std::vector<TensorSpec>{{"output", {rows, width}}}, std::map<std::string, std::string>{{"cnet.name", o.name}, {"format", "pt"}},
-                  !resume);
-  }
-  const std::set<std::uint32_t>& done() const { return log_.done(); }
-  std::size_t done_before() const { return done_before_; }
-
-  void put(const MicroBatch& mb, std::span<const float> rows) {
-    file_->write("output", mb.first_row * width_, rows);
-    pending_.push_back(mb.index);
-    rows_ += mb.rows;
-    if (seconds_since(last_flush_) > 0.5) flush();
-    if (seconds_since(last_line_) >= 1.0) line();
-  }
-  void flush() {
-    if (pending_.empty()) return;
-    file_->sync();  // rows first, then the record that they are there
-    for (auto mb : pending_) log_.record(mb);
-    log_.sync();
-    pending_.clear();
-    last_flush_ = Clock::now();
-  }
-  // Every micro-batch is in: the partial file becomes the output.
-  void finish() {
-    flush();
-    if (!file_) return;
-    file_->sync();
-    file_.reset();
-    if (log_.done().size() != total_) throw FormatError(partial_ + ": " + std::to_string(total_ - log_.done().size()) + " micro-batches missing at the end");
-    std::error_code ec;
-    std::filesystem::rename(partial_, output_, ec);
-    if (ec) throw FormatError("cannot rename " + partial_ + " to " + output_ + ": " + ec.message());
-  }
-  void line() {
-    double s = seconds_since(start_), rate = static_cast<double>(rows_) / std::max(s, 1e-9);
-    std::size_t done = log_.done().size() + pending_.size();
-    double per_mb = s / static_cast<double>(std::max<std::size_t>(done - done_before_, 1));
-    std::fprintf(stderr, "cnet-run %s: %zu/%zu micro-batches, %zu rows this run, %.0f rows/s, ETA %s\n", name_.c_str(), done, total_,
-                 rows_, rate, clock_text(per_mb * static_cast<double>(total_ - done)).c_str());
-    std::fflush(stderr);
-    last_line_ = Clock::now();
-  }
-  void start() { start_ = last_line_ = last_flush_ = Clock::now(); }
-  std::size_t rows_this_run() const { return rows_; }
-  double elapsed() const { return seconds_since(start_); }
-
- private:
-  std::string name_, output_, partial_;
-  std::size_t width_, total_, done_before_ = 0, rows_ = 0;
-  ProgressLog log_;
-  std::optional<SafetensorsWriter> file_;
-  std::vector<std::uint32_t> pending_;
-  Clock::time_point start_, last_flush_, last_line_;
-};
 
 struct Verdict {
   bool identical = true;
@@ -442,7 +368,7 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
     if (me.rank == job.layout.writer()) {
       refuse_output_over_inputs(o);
       std::string identity = file_identity(o.model) + " " + file_identity(o.input) + " micro-batch " + std::to_string(o.micro_batch);
-      sink = std::make_unique<OutputSink>(o, job.input.rows, job.model.output_width(), identity, job.all.size(), resuming(o));
+      sink = std::make_unique<OutputSink>(o.name, o.output, job.input.rows, job.model.output_width(), identity, job.all.size(), resuming(o));
     }
   } catch (const std::exception& e) {
     return fail(kBadInput, e.what());
