@@ -12,6 +12,18 @@ std::span<const std::byte> bytes_of(std::span<T> s) { return std::as_bytes(s); }
 template <typename T>
 std::span<std::byte> writable_bytes_of(std::span<T> s) { return std::as_writable_bytes(s); }
 
+// out[i] = out[i] + x[i] (or x[i] + out[i]: with two NaNs the first one's payload wins) and
+// out[i] = a[i] + b[i], over memory that does not overlap, so they vectorise.
+template <typename T>
+void add_into(T* __restrict out, const T* __restrict x, std::size_t len, bool x_first = false) {
+  if (x_first) for (std::size_t i = 0; i < len; ++i) out[i] = x[i] + out[i];
+  else for (std::size_t i = 0; i < len; ++i) out[i] = out[i] + x[i];
+}
+template <typename T>
+void sum_into(T* __restrict out, const T* __restrict a, const T* __restrict b, std::size_t len) {
+  for (std::size_t i = 0; i < len; ++i) out[i] = a[i] + b[i];
+}
+
 // Chunk c of n over `count` elements: [count*c/n, count*(c+1)/n).
 std::size_t chunk_begin(std::size_t count, std::uint32_t c, std::uint32_t n) { return count * c / n; }
 
@@ -173,20 +185,20 @@ void Collectives::rank_ordered(std::span<T> data, std::uint32_t seq) {
     requests.push_back(ch_.send(p, seq, bytes_of(data.subspan(b, chunk_begin(count, p + 1, n) - b))));
   }
   ch_.wait_all(requests);
-  // Each element is x0 + x1 + ... in rank order, as before; summed a block at a time so that the loops
-  // vectorise across elements and stay in cache, and written over this rank's own contribution only
-  // after the block has read it.
-  auto contribution = [&](std::uint32_t p) -> const T* { return p == r ? data.data() + mine_begin : part(p).data(); };
-  constexpr std::size_t kBlock = 2048;
-  T acc[kBlock];
+  // Each element is ((x0 + x1) + x2) + ... in rank order, summed a block at a time straight into this
+  // rank's own chunk, so the loops vectorise and stay in cache. When the chunk holds x0 or x1 the first
+  // pass adds the other one to it; a later contribution of this rank would be overwritten before its
+  // turn, so it is set aside first.
+  T* out = data.data() + mine_begin;
+  const T* own = out;
+  if (r >= 2) own = std::copy(out, out + mine_len, part(r).data()) - mine_len;
+  auto contribution = [&](std::uint32_t p) -> const T* { return p == r ? own : part(p).data(); };
+  constexpr std::size_t kBlock = 4096;
   for (std::size_t b = 0; b < mine_len; b += kBlock) {
     std::size_t len = std::min(kBlock, mine_len - b);
-    std::copy(contribution(0) + b, contribution(0) + b + len, acc);
-    for (std::uint32_t p = 1; p < n; ++p) {
-      const T* x = contribution(p) + b;
-      for (std::size_t i = 0; i < len; ++i) acc[i] = acc[i] + x[i];
-    }
-    std::copy(acc, acc + len, data.data() + mine_begin + b);
+    if (r <= 1) add_into(out + b, contribution(1 - r) + b, len, r == 1);
+    else sum_into(out + b, contribution(0) + b, contribution(1) + b, len);
+    for (std::uint32_t p = 2; p < n; ++p) add_into(out + b, contribution(p) + b, len);
   }
   allgather_chunks(data, r, seq | 0x80);
 }
