@@ -38,7 +38,23 @@ float half_to_float(std::uint16_t h) {
 }
 
 // Round to nearest even, as PyTorch's .half() and .bfloat16() do.
-std::uint16_t float_to_half(float f) { return std::bit_cast<std::uint16_t>(static_cast<_Float16>(f)); }
+// By hand: _Float16 is not available with every compiler cnet builds with (clang before 15).
+std::uint16_t float_to_half(float f) {
+  const std::uint32_t x = std::bit_cast<std::uint32_t>(f), mag = x & 0x7fffffffu;
+  const auto sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
+  if (mag > 0x7f800000u) return sign | 0x7e00u | static_cast<std::uint16_t>((mag >> 13) & 0x3ffu);  // NaN stays NaN
+  if (mag >= 0x477ff000u) return sign | 0x7c00u;  // 65520 and up round to infinity
+  std::uint32_t h, rem, half;
+  if (mag >= 0x38800000u) {  // a normal half: rebias the exponent, keep 10 mantissa bits
+    h = (mag - 0x38000000u) >> 13, rem = mag & 0x1fffu, half = 0x1000u;
+  } else {  // subnormal half (or zero): units of 2^-24
+    const std::uint32_t shift = 126 - (mag >> 23), m = (mag & 0x7fffffu) | 0x800000u;
+    if (shift > 24) return sign;
+    h = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+  }
+  if (rem > half || (rem == half && (h & 1))) ++h;  // to nearest, ties to even (a carry may bump the exponent)
+  return sign | static_cast<std::uint16_t>(h);
+}
 std::uint16_t float_to_bf16(float f) {
   std::uint32_t u = std::bit_cast<std::uint32_t>(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40);  // NaN stays NaN

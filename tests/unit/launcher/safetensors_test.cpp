@@ -65,16 +65,16 @@ TEST_F(Safetensors, ConvertsHalfPrecision) {
 
 TEST_F(Safetensors, WritesHalfAndBfloat16RoundedToNearestEven) {
   std::string p = path("h.safetensors");
-  const std::vector<float> values{1.0f, -2.5f, 0.1f, 65504.0f, 1.0f + 1.0f / 4096};
+  const std::vector<float> values{1.0f, -2.5f, 0.1f, 65504.0f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 1e-7f, 70000.0f};
   {
-    SafetensorsWriter w(p, {{"h", {5}, "F16"}, {"b", {5}, "BF16"}}, {});
+    SafetensorsWriter w(p, {{"h", {8}, "F16"}, {"b", {8}, "BF16"}}, {});
     w.write("h", 0, values);
     w.write("b", 0, values);
     w.sync();
   }
   SafetensorsFile f(p);
   EXPECT_EQ(f.tensor("h").dtype, "F16");
-  EXPECT_EQ(f.tensor("b").end - f.tensor("b").begin, 10u);
+  EXPECT_EQ(f.tensor("b").end - f.tensor("b").begin, 16u);
   std::uint16_t first_h, first_b;
   std::memcpy(&first_h, f.raw("h").data(), 2);
   std::memcpy(&first_b, f.raw("b").data(), 2);
@@ -87,8 +87,12 @@ TEST_F(Safetensors, WritesHalfAndBfloat16RoundedToNearestEven) {
   EXPECT_EQ(h[2], 0.0999755859375f);   // nearest half to 0.1
   EXPECT_EQ(b[2], 0.10009765625f);     // nearest bfloat16 to 0.1
   EXPECT_EQ(h[3], 65504.0f);           // largest half
-  EXPECT_EQ(h[4], 1.0f);               // halfway between two halves: to the even one
+  EXPECT_EQ(h[4], 1.0f);               // halfway between two halves: to the even one, down
+  EXPECT_EQ(h[5], 1.0f + 2.0f / 1024);  // and up
   EXPECT_EQ(b[4], 1.0f);
+  EXPECT_EQ(h[6], 2.0f / 16777216);     // 1e-7 is 1.68 units of 2^-24: subnormal 2
+  EXPECT_TRUE(std::isinf(h[7]));        // beyond the largest half
+  EXPECT_EQ(b[7], 70144.0f);            // bfloat16 has the range, not the digits
   EXPECT_THROW(SafetensorsWriter(path("bad.safetensors"), {{"x", {1}, "I8"}}, {}), FormatError);
 }
 
