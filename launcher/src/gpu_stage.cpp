@@ -110,7 +110,8 @@ NcclComm::NcclComm(const CudaStageModule& cuda, int device, transport::Bootstrap
 }
 
 NcclComm::~NcclComm() {
-  if (comm_) cuda_.api().nccl_close(comm_, abort_ ? 1 : 0);
+  // A failed stage ends the process through the bootstrap's abort, never through here: close normally.
+  if (comm_) cuda_.api().nccl_close(comm_, 0);
 }
 
 void GpuStageForward::link(NcclComm& comm, int recv_from, int send_to) {

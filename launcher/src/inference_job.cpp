@@ -175,17 +175,17 @@ std::vector<MicroBatch> plan_work(transport::Bootstrap& boot, const Job& job, co
 
 // GPU stages: every rank says where it computes and whether NCCL loads there; neighbours on different
 // GPUs are then linked over NCCL (device to device), the others stay staged through the host.
+// Called only when the job computes on GPUs (job.gpu >= 0), so every rank's stage is a GpuStageForward.
 void link_gpu_stages(transport::Bootstrap& boot, Job& job, std::chrono::milliseconds timeout) {
-  auto* gpu = dynamic_cast<GpuStageForward*>(job.forward.get());
+  auto* gpu = static_cast<GpuStageForward*>(job.forward.get());
   const auto& me = boot.placement();
-  RankDevice mine{{me.hostname, gpu ? gpu->uuid() : std::string()}, false};
-  std::string why;
-  if (gpu) mine.nccl = CudaStageModule::load().nccl_available(why);
+  std::string no_nccl_because;  // NCCL missing here: this rank's pairs stay host-staged
+  RankDevice mine{{me.hostname, gpu->uuid()}, CudaStageModule::load().nccl_available(no_nccl_because)};
   std::vector<RankDevice> ranks;
   for (const auto& text : boot.allgather_text("cnet.run.devices", to_text(mine))) ranks.push_back(rank_device_from_text(text));
   StageLinks links = plan_stage_links(job.layout, ranks, me.rank);
   job.to_next = links.to_next;
-  if (gpu) gpu->set_stall_timeout(timeout);
+  gpu->set_stall_timeout(timeout);
   if (!links.any_nccl) return;
   job.nccl = std::make_unique<NcclComm>(CudaStageModule::load(), job.gpu, boot);
   gpu->link(*job.nccl, links.recv_from, links.send_to);

@@ -50,12 +50,10 @@ class NcclComm {
   NcclComm(const NcclComm&) = delete;
   NcclComm& operator=(const NcclComm&) = delete;
   void* handle() const { return comm_; }
-  void abandon() { abort_ = true; }  // a peer failed: close without waiting for it
 
  private:
   const CudaStageModule& cuda_;
   void* comm_ = nullptr;
-  bool abort_ = false;
 };
 
 class GpuStageForward : public StageCompute {
