@@ -76,8 +76,7 @@ void check(const NcclRuntime* nccl, ncclResult_t rc, const char* what) {
 
 struct Stage {
   int device = 0;
-  Comm* link = nullptr;  // NCCL neighbours, when linked
-  int recv_from = -1, send_to = -1;
+  Comm *recv_link = nullptr, *send_link = nullptr;  // NCCL pairs with the neighbours, when linked
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
   void* workspace = nullptr;
@@ -238,15 +237,15 @@ int stage_start(void* handle, const float* in, std::size_t rows, char* err, std:
     if (rows > s->sizes.max_rows) throw Failure{std::to_string(rows) + " rows exceed the " + std::to_string(s->sizes.max_rows) + " planned"};
     const std::size_t bytes = rows * s->layers.front().spec.in * sizeof(float);
     check(cudaSetDevice(s->device), "cudaSetDevice");
-    if (s->recv_from >= 0) {
-      check(s->link->nccl, s->link->nccl->recv(s->a, bytes / sizeof(float), ncclFloat, s->recv_from, s->link->comm, s->stream), "ncclRecv");
+    if (Comm* c = s->recv_link) {
+      check(c->nccl, c->nccl->recv(s->a, bytes / sizeof(float), ncclFloat, 0, c->comm, s->stream), "ncclRecv");
     } else {
       std::memcpy(s->pinned_in, in, bytes);
       check(cudaMemcpyAsync(s->a, s->pinned_in, bytes, cudaMemcpyHostToDevice, s->stream), "copying a micro-batch to the GPU");
     }
     enqueue_layers(*s, rows);
-    if (s->send_to >= 0)
-      check(s->link->nccl, s->link->nccl->send(s->a, rows * s->out_width, ncclFloat, s->send_to, s->link->comm, s->stream), "ncclSend");
+    if (Comm* c = s->send_link)
+      check(c->nccl, c->nccl->send(s->a, rows * s->out_width, ncclFloat, 1, c->comm, s->stream), "ncclSend");
     else
       check(cudaMemcpyAsync(s->pinned_out, s->a, rows * s->out_width * sizeof(float), cudaMemcpyDeviceToHost, s->stream),
             "copying a micro-batch from the GPU");
@@ -260,10 +259,12 @@ int stage_poll(void* handle, char* err, std::size_t len) {
   if (!s->running) return 1;
   cudaError_t rc = cudaStreamQuery(s->stream);
   if (rc == cudaErrorNotReady) {
-    ncclResult_t async = ncclSuccess;
-    if (s->link && s->link->nccl->comm_get_async_error(s->link->comm, &async) == ncclSuccess && async != ncclSuccess) {
-      s->running = false;
-      return report(std::string("NCCL failed between stages: ") + s->link->nccl->error_string(async), err, len);
+    for (Comm* c : {s->recv_link, s->send_link}) {
+      ncclResult_t async = ncclSuccess;
+      if (c && c->nccl->comm_get_async_error(c->comm, &async) == ncclSuccess && async != ncclSuccess) {
+        s->running = false;
+        return report(std::string("NCCL failed between stages: ") + c->nccl->error_string(async), err, len);
+      }
     }
     return 0;
   }
@@ -276,7 +277,7 @@ int stage_result(void* handle, float* out, char* err, std::size_t len) {
   auto* s = static_cast<Stage*>(handle);
   return guarded(err, len, [&] {
     if (s->running) throw Failure{"the micro-batch is still running"};
-    if (s->send_to < 0) std::memcpy(out, s->pinned_out, s->rows * s->out_width * sizeof(float));
+    if (!s->send_link) std::memcpy(out, s->pinned_out, s->rows * s->out_width * sizeof(float));
   });
 }
 
@@ -353,13 +354,12 @@ void nccl_close(void* handle, int abort_it) {
   delete c;
 }
 
-int stage_link(void* handle, void* comm, int recv_from, int send_to, char* err, std::size_t len) {
+int stage_link(void* handle, void* recv_comm, void* send_comm, char* err, std::size_t len) {
   auto* s = static_cast<Stage*>(handle);
   return guarded(err, len, [&] {
     if (s->running) throw Failure{"cannot link a stage while it computes"};
-    if (!comm && (recv_from >= 0 || send_to >= 0)) throw Failure{"an NCCL neighbour needs a communicator"};
-    s->link = static_cast<Comm*>(comm);
-    s->recv_from = recv_from, s->send_to = send_to;
+    s->recv_link = static_cast<Comm*>(recv_comm);
+    s->send_link = static_cast<Comm*>(send_comm);
   });
 }
 

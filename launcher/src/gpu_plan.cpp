@@ -86,15 +86,42 @@ StageLinks plan_stage_links(const JobLayout& layout, const std::vector<RankDevic
     return choose_activation_path(ranks.at(from).device, ranks.at(to).device, ranks.at(from).nccl && ranks.at(to).nccl);
   };
   StageLinks links;
-  for (std::uint32_t r = 0; r < ranks.size(); ++r)
-    if (layout.stage_of(r) + 1 < layout.stages && path(r, r + 1) == ActivationPath::nccl) links.any_nccl = true;
   const unsigned stage = layout.stage_of(rank);
-  if (stage > 0 && path(rank - 1, rank) == ActivationPath::nccl) links.recv_from = static_cast<int>(rank - 1);
+  links.nccl_from_prev = stage > 0 && path(rank - 1, rank) == ActivationPath::nccl;
   if (stage + 1 < layout.stages) {
     links.to_next = path(rank, rank + 1);
-    if (links.to_next == ActivationPath::nccl) links.send_to = static_cast<int>(rank + 1);
+    links.nccl_to_next = links.to_next == ActivationPath::nccl;
   }
   return links;
+}
+
+std::vector<bool> parse_stage_devices(const std::string& list) {
+  std::vector<bool> out;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    std::size_t end = std::min(list.find(',', start), list.size());
+    std::string word = list.substr(start, end - start);
+    if (word != "cpu" && word != "gpu")
+      throw GpuPlanError("--stage-devices: '" + word + "' is neither cpu nor gpu (one per stage, in order, e.g. cpu,gpu)");
+    out.push_back(word == "gpu");
+    start = end + 1;
+  }
+  return out;
+}
+
+bool stage_on_gpu(const std::vector<bool>& devices, unsigned stage, unsigned stages) {
+  if (devices.empty()) return false;
+  if (devices.size() == 1) return devices[0];
+  if (devices.size() != stages)
+    throw GpuPlanError("--stage-devices names " + std::to_string(devices.size()) + " stages but the job has " + std::to_string(stages) +
+                       ": give one entry per stage (or one for all), or run " + std::to_string(devices.size()) + " stages");
+  return devices.at(stage);
+}
+
+bool any_gpu(const std::vector<bool>& devices) { return std::find(devices.begin(), devices.end(), true) != devices.end(); }
+
+bool mixed_devices(const std::vector<bool>& devices) {
+  return any_gpu(devices) && std::find(devices.begin(), devices.end(), false) != devices.end();
 }
 
 std::string human_bytes(std::uint64_t bytes) {

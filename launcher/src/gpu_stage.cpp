@@ -95,18 +95,30 @@ bool CudaStageModule::nccl_available(std::string& why) const {
   return false;
 }
 
-NcclComm::NcclComm(const CudaStageModule& cuda, int device, transport::Bootstrap& boot) : cuda_(cuda) {
-  const auto& me = boot.placement();
-  std::array<unsigned char, CNET_NCCL_ID_BYTES> id{};
+NcclComm::NcclComm(const CudaStageModule& cuda, int device, const Id& id, int rank) : cuda_(cuda) {
   ErrorText err{};
-  bool ok = me.rank != 0 || cuda.api().nccl_unique_id(id.data(), err.data(), err.size()) == 0;
-  // Rank 0's id, or its failure as an empty id, so no rank waits in ncclCommInitRank for it.
-  auto ids = boot.allgather_values<unsigned char>("cnet.run.nccl_id", ok ? std::span<const unsigned char>(id) : std::span<const unsigned char>());
-  if (!ok) throw GpuUnavailable(std::string("NCCL between GPU stages: ") + err.data());
-  if (ids.at(0).size() != id.size()) throw GpuUnavailable("NCCL between GPU stages: rank 0 could not make an NCCL id");
-  std::copy(ids[0].begin(), ids[0].end(), id.begin());
-  comm_ = cuda.api().nccl_connect(device, id.data(), static_cast<int>(me.size), static_cast<int>(me.rank), err.data(), err.size());
+  comm_ = cuda.api().nccl_connect(device, id.data(), 2, rank, err.data(), err.size());
   if (!comm_) throw GpuUnavailable(std::string("NCCL between GPU stages: ") + err.data());
+}
+
+NcclPairs connect_nccl_pairs(transport::Bootstrap& boot, const StageLinks& links, int device) {
+  const std::uint32_t rank = boot.placement().rank;
+  NcclComm::Id mine{};
+  ErrorText err{};
+  // A sender that cannot make an id posts nothing, so its receiver fails here too instead of waiting.
+  bool made = links.nccl_to_next && CudaStageModule::load().api().nccl_unique_id(mine.data(), err.data(), err.size()) == 0;
+  auto ids = boot.allgather_values<unsigned char>("cnet.run.nccl_ids", made ? std::span<const unsigned char>(mine) : std::span<const unsigned char>());
+  if (links.nccl_to_next && !made) throw GpuUnavailable(std::string("NCCL between GPU stages: ") + err.data());
+  NcclPairs pairs;
+  if (links.nccl_from_prev) {
+    const auto& theirs = ids.at(rank - 1);
+    if (theirs.size() != NcclComm::Id{}.size()) throw GpuUnavailable("NCCL between GPU stages: the previous stage could not make an NCCL id");
+    NcclComm::Id id{};
+    std::copy(theirs.begin(), theirs.end(), id.begin());
+    pairs.from_prev = std::make_unique<NcclComm>(CudaStageModule::load(), device, id, 1);
+  }
+  if (links.nccl_to_next) pairs.to_next = std::make_unique<NcclComm>(CudaStageModule::load(), device, mine, 0);
+  return pairs;
 }
 
 NcclComm::~NcclComm() {
@@ -114,11 +126,12 @@ NcclComm::~NcclComm() {
   if (comm_) cuda_.api().nccl_close(comm_, 0);
 }
 
-void GpuStageForward::link(NcclComm& comm, int recv_from, int send_to) {
+void GpuStageForward::link(NcclComm* from_prev, NcclComm* to_next) {
   ErrorText err{};
-  if (cuda_.api().stage_link(stage_, comm.handle(), recv_from, send_to, err.data(), err.size()) != 0)
+  if (cuda_.api().stage_link(stage_, from_prev ? from_prev->handle() : nullptr, to_next ? to_next->handle() : nullptr, err.data(),
+                             err.size()) != 0)
     throw GpuUnavailable(device() + ": " + err.data());
-  recv_from_ = recv_from, send_to_ = send_to;
+  from_prev_ = from_prev != nullptr, to_next_ = to_next != nullptr;
 }
 
 GpuStageForward::GpuStageForward(const CudaStageModule& cuda, int device, const SafetensorsFile& weights, const ModelSpec& model,
@@ -179,8 +192,8 @@ std::string GpuStageForward::device() const { return "GPU " + std::to_string(ind
 void GpuStageForward::forward(std::span<const float> in, std::size_t rows, std::vector<float>& out, const std::function<void()>& progress) {
   const cnet_cuda_stage_api& api = cuda_.api();
   ErrorText err{};
-  if (recv_from_ < 0 && in.size() < rows * in_) throw FormatError("a micro-batch is shorter than its rows");
-  if (api.stage_start(stage_, recv_from_ < 0 ? in.data() : nullptr, rows, err.data(), err.size()) != 0)
+  if (!from_prev_ && in.size() < rows * in_) throw FormatError("a micro-batch is shorter than its rows");
+  if (api.stage_start(stage_, from_prev_ ? nullptr : in.data(), rows, err.data(), err.size()) != 0)
     throw GpuUnavailable(device() + ": " + err.data());
   const auto deadline = std::chrono::steady_clock::now() + stall_timeout_;
   int done;
@@ -192,7 +205,7 @@ void GpuStageForward::forward(std::span<const float> in, std::size_t rows, std::
                            " ms (an NCCL neighbour stalled or died, or the GPU hung)");
   }
   if (done < 0) throw GpuUnavailable(device() + ": " + err.data());
-  out.resize(send_to_ < 0 ? rows * out_ : 0);
+  out.resize(to_next_ ? 0 : rows * out_);
   if (api.stage_result(stage_, out.data(), err.data(), err.size()) != 0) throw GpuUnavailable(device() + ": " + err.data());
 }
 

@@ -139,7 +139,7 @@ struct Job {
   std::vector<StageRange> stages;
   InputRows input;
   int gpu = -1;  // this rank's CUDA device, -1: the CPU
-  std::unique_ptr<NcclComm> nccl;  // before `forward`: a stage linked over it goes first
+  NcclPairs nccl;  // before `forward`: a stage linked over them goes first
   std::unique_ptr<StageCompute> forward;
   ActivationPath to_next = ActivationPath::host;
   std::vector<MicroBatch> all;
@@ -154,7 +154,7 @@ Job prepare_job(const InferenceOptions& o, const transport::Placement& me) {
   job.stages = balance_stages(job.model, job.layout.stages);
   job.input = open_input(o.input, job.model.input_width());
   const unsigned stage = job.layout.stage_of(rank);
-  if (o.gpus_per_stage > 0) job.gpu = gpu_for_task(me.local_rank);
+  if (stage_on_gpu(o.stage_devices, stage, job.layout.stages)) job.gpu = gpu_for_task(me.local_rank);
   job.forward = open_stage(ComputeDevice{job.gpu >= 0, job.gpu}, *job.weights, job.model, stage, job.stages[stage], o.micro_batch);
   job.all = micro_batches(job.input.rows, o.micro_batch);
   return job;
@@ -173,22 +173,25 @@ std::vector<MicroBatch> plan_work(transport::Bootstrap& boot, const Job& job, co
   return todo;
 }
 
-// GPU stages: every rank says where it computes and whether NCCL loads there; neighbours on different
-// GPUs are then linked over NCCL (device to device), the others stay staged through the host.
-// Called only when the job computes on GPUs (job.gpu >= 0), so every rank's stage is a GpuStageForward.
+// A job with GPU stages: every rank (CPU stages too) says where it computes and whether NCCL loads
+// there; neighbours on different GPUs are then linked over NCCL (device to device), the others go
+// through the host.
 void link_gpu_stages(transport::Bootstrap& boot, Job& job, std::chrono::milliseconds timeout) {
-  auto* gpu = static_cast<GpuStageForward*>(job.forward.get());
+  auto* gpu = job.gpu >= 0 ? static_cast<GpuStageForward*>(job.forward.get()) : nullptr;
   const auto& me = boot.placement();
-  std::string no_nccl_because;  // NCCL missing here: this rank's pairs stay host-staged
-  RankDevice mine{{me.hostname, gpu->uuid()}, CudaStageModule::load().nccl_available(no_nccl_because)};
+  RankDevice mine{{me.hostname, ""}, false};
+  if (gpu) {
+    std::string no_nccl_because;  // NCCL missing here: this rank's pairs stay host-staged
+    mine = {{me.hostname, gpu->uuid()}, CudaStageModule::load().nccl_available(no_nccl_because)};
+  }
   std::vector<RankDevice> ranks;
   for (const auto& text : boot.allgather_text("cnet.run.devices", to_text(mine))) ranks.push_back(rank_device_from_text(text));
   StageLinks links = plan_stage_links(job.layout, ranks, me.rank);
   job.to_next = links.to_next;
+  job.nccl = connect_nccl_pairs(boot, links, job.gpu);
+  if (!gpu) return;
   gpu->set_stall_timeout(timeout);
-  if (!links.any_nccl) return;
-  job.nccl = std::make_unique<NcclComm>(CudaStageModule::load(), job.gpu, boot);
-  gpu->link(*job.nccl, links.recv_from, links.send_to);
+  gpu->link(job.nccl.from_prev.get(), job.nccl.to_next.get());
 }
 
 void print_banner(const InferenceOptions& o, const Job& job, const UcxChannel& ch, std::size_t todo) {
@@ -200,10 +203,13 @@ void print_banner(const InferenceOptions& o, const Job& job, const UcxChannel& c
   std::fprintf(stderr, "cnet-run %s: %u stage%s x %u replica%s on %s; %zu layers (width %zu -> %zu); %zu micro-batches of %zu rows; %s\n",
                o.name.c_str(), S, S > 1 ? "s" : "", R, R > 1 ? "s" : "", common::join({hosts.begin(), hosts.end()}, ",").c_str(),
                job.model.layers.size(), job.model.input_width(), job.model.output_width(), job.all.size(), o.micro_batch,
-               (job.forward->device() + (job.gpu >= 0 && S > 1 ? std::string("; activations: ") + describe(job.to_next) : "")).c_str());
+               (mixed_devices(o.stage_devices) ? std::string("stages on CPUs and GPUs")
+                                               : job.forward->device() + (job.gpu >= 0 && S > 1 ? "; activations: " + std::string(describe(job.to_next)) : ""))
+                   .c_str());
   for (unsigned s = 0; s < S; ++s)
-    std::fprintf(stderr, "  stage %u: layers %zu-%zu (%.0f%% of the work) on %s\n", s, job.stages[s].first, job.stages[s].last - 1,
-                 100 * job.stages[s].cost / total_cost, ch.hostname_of(job.layout.rank_of(0, s)).c_str());
+    std::fprintf(stderr, "  stage %u: layers %zu-%zu (%.0f%% of the work) on %s%s\n", s, job.stages[s].first, job.stages[s].last - 1,
+                 100 * job.stages[s].cost / total_cost, ch.hostname_of(job.layout.rank_of(0, s)).c_str(),
+                 any_gpu(o.stage_devices) ? (stage_on_gpu(o.stage_devices, s, S) ? ", GPU" : ", CPU") : "");
   if (todo < job.all.size())
     std::fprintf(stderr, "cnet-run %s: resuming: %zu of %zu micro-batches already done, %zu to go\n", o.name.c_str(),
                  job.all.size() - todo, job.all.size(), todo);
@@ -309,13 +315,16 @@ void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& to
 // and then also against the CPU, whose error is reported and held to --verify-tolerance when one is set.
 int verify_output(const InferenceOptions& o, const Job& job, double rate, bool whole_run, std::uint32_t ranks, nlohmann::json& summary) {
   try {
-    auto single = run_single_process(o.model, o.input, o.micro_batch, job.gpu);
+    // A job mixing CPU and GPU stages matches neither exactly: it is compared with the CPU, within
+    // --verify-tolerance (which cnet-run requires for it).
+    const int reference = mixed_devices(o.stage_devices) ? -1 : job.gpu;
+    auto single = run_single_process(o.model, o.input, o.micro_batch, reference);
     SafetensorsFile produced(o.output);
     std::vector<float> storage;
     auto written = produced.floats("output", storage);
     Verdict v = compare(written, single.output, job.model.output_width());
     double single_rate = static_cast<double>(job.input.rows) / std::max(single.seconds, 1e-9);
-    const char* one = job.gpu >= 0 ? "one process running the whole model on this GPU" : "one process running the whole model";
+    const char* one = reference >= 0 ? "one process running the whole model on this GPU" : "one process running the whole model";
     int code = kOk;
     if (v.identical) {
       std::fprintf(stderr, "cnet-run %s: verify: bit-identical to %s (%zu rows)\n", o.name.c_str(), one, job.input.rows);
@@ -326,11 +335,11 @@ int verify_output(const InferenceOptions& o, const Job& job, double rate, bool w
     }
     if (whole_run)  // a resumed run timed only part of the work
       std::fprintf(stderr, "cnet-run %s: throughput: %.0f rows/s on %u ranks vs %.0f rows/s on %s: %.2fx\n", o.name.c_str(), rate, ranks,
-                   single_rate, job.gpu >= 0 ? "one process on this GPU" : "one process", rate / single_rate);
+                   single_rate, reference >= 0 ? "one process on this GPU" : "one process", rate / single_rate);
     summary["verify"] = {{"identical", v.identical}, {"differing_values", v.differing}, {"max_abs_error", v.max_abs},
                          {"max_rel_error", v.max_rel}, {"single_process_rows_per_second", single_rate},
                          {"single_process_seconds", single.seconds}};
-    if (job.gpu >= 0) {
+    if (reference >= 0) {
       auto cpu = run_single_process(o.model, o.input, o.micro_batch);
       Verdict c = compare(written, cpu.output, job.model.output_width());
       double cpu_rate = static_cast<double>(job.input.rows) / std::max(cpu.seconds, 1e-9);
@@ -386,7 +395,7 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
     if (job.layout.replicas > 1) s += " of replica " + std::to_string(job.layout.replica_of(rank));
     return s + " (rank " + std::to_string(rank) + " on " + channel->hostname_of(rank) + ")";
   };
-  if (job.gpu >= 0) {
+  if (any_gpu(o.stage_devices)) {
     try {
       link_gpu_stages(boot, job, o.timeout);
     } catch (const std::exception& e) {

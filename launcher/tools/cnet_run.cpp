@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   InferenceOptions o;
   std::string scheme = "pipeline";
   unsigned local = 0, timeout_s = 120, gpus_per_stage = 0;
-  std::string peer_failure = "on", resume;
+  std::string peer_failure = "on", resume, stage_devices, stage_flag;  // stage_flag: as given, for messages
   po::options_description opts("cnet-run options");
   opts.add_options()("help,h", "show this help")("version", "print the version")
       ("name", po::value(&o.name)->default_value(o.name), "job name in progress lines")
@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
       ("micro-batch", po::value(&o.micro_batch)->default_value(o.micro_batch), "rows per micro-batch")
       ("threads", po::value(&o.blas_threads)->default_value(o.blas_threads), "BLAS threads per rank")
       ("gpu-per-stage", po::value(&gpus_per_stage)->default_value(0), "1: each stage computes on its task's GPU (cuBLAS; the GPU Slurm bound to the task, else the node-local rank's of those visible); 0: on the CPU")
+      ("stage-devices", po::value(&stage_devices), "cpu or gpu per stage, in order (e.g. cpu,gpu): CPU and GPU stages in one job; --verify then needs --verify-tolerance")
       ("resume", po::value(&resume)->implicit_value("yes"),
        "go on from OUTPUT.progress, redoing only what it does not record; --resume=auto: start afresh when there is none (sbatch --requeue)")
       ("verify", "afterwards run the whole model on one process and compare (bit-identical required)")
@@ -136,6 +137,16 @@ int main(int argc, char** argv) {
     if (o.verify_tolerance < 0 || o.verify_tolerance >= 1) throw po::error("--verify-tolerance must be in [0, 1)");
     if (gpus_per_stage > 1)
       throw po::error("--gpu-per-stage: a stage runs on one GPU (0 or 1); to use more GPUs run more stages or replicas (srun -n)");
+    if (vm.count("stage-devices") && !vm["gpu-per-stage"].defaulted())
+      throw po::error("--stage-devices and --gpu-per-stage both say where stages compute: give one (--stage-devices gpu is --gpu-per-stage 1)");
+    try {
+      o.stage_devices = vm.count("stage-devices") ? parse_stage_devices(stage_devices) : std::vector<bool>(gpus_per_stage, true);
+      stage_flag = vm.count("stage-devices") ? "--stage-devices " + stage_devices : "--gpu-per-stage " + std::to_string(gpus_per_stage);
+    } catch (const GpuPlanError& e) {
+      throw po::error(e.what());
+    }
+    if (vm.count("verify") && mixed_devices(o.stage_devices) && vm["verify-tolerance"].defaulted())
+      throw po::error("--verify of CPU and GPU stages in one job cannot be bit-identical to either: give --verify-tolerance (e.g. 1e-3)");
     if (vm.count("local") && (local == 0 || local > 256)) throw po::error("--local takes 1 to 256 ranks");
     if (vm.count("resume")) {
       if (resume != "yes" && resume != "auto") throw po::error("--resume takes no value, or =auto");
@@ -145,16 +156,17 @@ int main(int argc, char** argv) {
     o.json = vm.count("json") > 0;
     o.detect_peer_failure = peer_failure == "on";
     o.timeout = std::chrono::seconds(timeout_s);
-    o.gpus_per_stage = gpus_per_stage;
   } catch (const po::error& e) {
     return bad_arguments(e.what(), opts);
   }
   // No GPU, no CUDA runtime or a cnet built without CUDA: one line and exit 2, before any rank computes.
-  if (o.gpus_per_stage > 0) {
+  // Where every stage is on a GPU every task needs one; a mixed job's CPU stages may run on CPU-only
+  // nodes, so under srun its GPU stages find out for themselves (--local runs them all here).
+  if (any_gpu(o.stage_devices) && (!mixed_devices(o.stage_devices) || local > 0)) {
     try {
       cnet::launcher::CudaStageModule::load();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "cnet-run: --gpu-per-stage %u: %s\n", o.gpus_per_stage, e.what());
+      std::fprintf(stderr, "cnet-run: %s: %s\n", stage_flag.c_str(), e.what());
       return kBadInput;
     }
   }

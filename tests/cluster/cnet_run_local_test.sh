@@ -105,6 +105,17 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 CNET_CUDA_STAGE_MODULE=$work/missing.so expect_bad "cannot load the CUDA stage module" --gpu-per-stage 1 --model "$m" --input "$i" --output "$o"
 expect_bad "a stage runs on one GPU" --gpu-per-stage 2 --model "$m" --input "$i" --output "$o"
+# --stage-devices: CPU and GPU stages in one job. Each wrong use named; an all-CPU list is a CPU run.
+expect_bad "'tpu' is neither cpu nor gpu" --local 2 --stage-devices cpu,tpu --model "$m" --input "$i" --output "$o"
+expect_bad "give one (--stage-devices gpu is --gpu-per-stage 1)" --local 2 --stage-devices cpu,gpu --gpu-per-stage 1 --model "$m" --input "$i" --output "$o"
+expect_bad "give --verify-tolerance" --local 2 --stage-devices cpu,gpu --verify --model "$m" --input "$i" --output "$o"
+expect_bad "names 3 stages but the job has 2" --local 2 --stage-devices cpu,cpu,cpu --model "$m" --input "$i" --output "$o"
+! compgen -G "$o*" >/dev/null || fail "a refused --stage-devices run wrote files"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  expect_bad "--stage-devices cpu,gpu: .*no CUDA device found\|built without CUDA" --local 2 --stage-devices cpu,gpu --model "$m" --input "$i" --output "$o"
+fi
+out=$(run --local 2 --stage-devices cpu,cpu --output "$work/cpu-list.safetensors" --micro-batch 8 2>&1) || fail "--stage-devices cpu,cpu: $out"
+cmp -s "$work/ref.safetensors" "$work/cpu-list.safetensors" || fail "--stage-devices cpu,cpu differs from a CPU run"
 for tool in cnet-run cnet-launch cnet-perf cnet-topo cnet-doctor cnet-pool; do
   ! ldd "$CNET_BIN/$tool" | grep -E "libcuda|libcublas|libnccl" || fail "$tool links a CUDA library: it would not start on CPU-only nodes"
 done

@@ -2,8 +2,9 @@
 # GPU checks for a machine with an NVIDIA GPU, one PASS/FAIL/SKIP line each, under 8 minutes on one GPU:
 #   tests/gpu/run.sh [BUILD_DIR]     (default build-gpu/)
 # CUDA/NCCL found; cuBLAS GEMM against the GPU's peak; NcclChannel on one rank; a 1-stage GPU run against
-# the CPU within tolerance (F32 and F16 weights); 2 stages sharing the GPU (host-staged) bit-identical to 1 stage on it; 2 stages
-# on 2 GPUs over NCCL when there are two; throughput GPU against CPU. Exit 1 when any check failed.
+# the CPU within tolerance (F32 and F16 weights); 2 stages sharing the GPU (host-staged) bit-identical to 1 stage on it; a CPU
+# stage feeding a GPU stage; 2 and 3 stages on 2 GPUs over NCCL when there are two; throughput GPU against CPU.
+# Exit 1 when any check failed.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${1:-$repo/build-gpu}
@@ -56,13 +57,26 @@ else
   result FAIL "2 stages on one GPU: $(tail -n 5 <<<"$out")"
 fi
 
+out=$(CUDA_VISIBLE_DEVICES=0 run --local 2 --stage-devices cpu,gpu --micro-batch 256 --output "$work/mixed.st" --verify --verify-tolerance 1e-3 2>&1)
+if [[ $? == 0 ]] && grep -q "bit-identical\|within --verify-tolerance\|values differ" <<<"$out"; then
+  result PASS "a CPU stage feeding a GPU stage (host memory over UCX), against the CPU within 1e-3"
+else
+  result FAIL "CPU and GPU stages in one job: $(tail -n 5 <<<"$out")"
+fi
+
 if ((gpus >= 2)); then
   out=$(CUDA_VISIBLE_DEVICES=0,1 run --local 2 --gpu-per-stage 1 --micro-batch 256 --output "$work/gpu2x2.st" 2>&1)
   [[ $? == 0 ]] && cmp -s "$work/gpu1.st" "$work/gpu2x2.st" && grep -q "activations: GPU to GPU over NCCL" <<<"$out" &&
     result PASS "2 stages on 2 GPUs, activations over NCCL, bit-identical to 1 stage" ||
     result FAIL "2 stages on 2 GPUs: $(tail -n 5 <<<"$out")"
+  # Stages 0 and 2 both on GPU 0: two NCCL pairs, each its own communicator (one holding GPU 0 twice
+  # would be refused by NCCL).
+  out=$(CUDA_VISIBLE_DEVICES=0,1 run --local 3 --gpu-per-stage 1 --micro-batch 256 --output "$work/gpu3x2.st" 2>&1)
+  [[ $? == 0 ]] && cmp -s "$work/gpu1.st" "$work/gpu3x2.st" &&
+    result PASS "3 stages on 2 GPUs (GPU 0 in two NCCL pairs), bit-identical to 1 stage" ||
+    result FAIL "3 stages on 2 GPUs: $(tail -n 5 <<<"$out")"
 else
-  result SKIP "2 stages on 2 GPUs (activations over NCCL): only one GPU here"
+  result SKIP "2 and 3 stages on 2 GPUs (activations over NCCL): only one GPU here"
 fi
 
 rate() { /usr/bin/python3 -c 'import json,sys; print(round(json.load(sys.stdin)["rows_per_second"]))'; }

@@ -113,23 +113,75 @@ TEST(GpuPlanLinks, NeighboursOnDifferentGpusAreLinkedOverNccl) {
   JobLayout layout{2, 2};
   std::vector<RankDevice> ranks{{{"cn1", "GPU-a"}, true}, {{"cn1", "GPU-b"}, true}, {{"cn2", "GPU-c"}, true}, {{"cn2", "GPU-c"}, true}};
   StageLinks first = plan_stage_links(layout, ranks, 0), second = plan_stage_links(layout, ranks, 1);
-  EXPECT_TRUE(first.any_nccl);
-  EXPECT_EQ(first.recv_from, -1);
-  EXPECT_EQ(first.send_to, 1);
+  EXPECT_FALSE(first.nccl_from_prev);
+  EXPECT_TRUE(first.nccl_to_next);
   EXPECT_EQ(first.to_next, ActivationPath::nccl);
-  EXPECT_EQ(second.recv_from, 0);
-  EXPECT_EQ(second.send_to, -1);  // the last stage hands its rows to the writer through the host
-  // Replica 1's stages share a GPU: host-staged, but they join the job's communicator all the same.
+  EXPECT_TRUE(second.nccl_from_prev);
+  EXPECT_FALSE(second.nccl_to_next);  // the last stage hands its rows to the writer through the host
+  // Replica 1's stages share a GPU: host-staged, and in no NCCL pair (NCCL refuses two ranks of one
+  // communicator on one GPU).
   StageLinks shared = plan_stage_links(layout, ranks, 2);
-  EXPECT_TRUE(shared.any_nccl);
-  EXPECT_EQ(shared.send_to, -1);
+  EXPECT_FALSE(shared.nccl_to_next);
   EXPECT_EQ(shared.to_next, ActivationPath::host_staged);
-  EXPECT_EQ(plan_stage_links(layout, ranks, 3).recv_from, -1);
-  // One rank without NCCL: its pair is host-staged; with no NCCL pair left, no communicator at all.
+  EXPECT_FALSE(plan_stage_links(layout, ranks, 3).nccl_from_prev);
+  // One rank without NCCL: its pair is host-staged on both sides.
   ranks[1].nccl = false;
-  EXPECT_EQ(plan_stage_links(layout, ranks, 0).send_to, -1);
-  EXPECT_FALSE(plan_stage_links(layout, ranks, 0).any_nccl);
-  EXPECT_FALSE(plan_stage_links(layout, ranks, 3).any_nccl);
+  EXPECT_FALSE(plan_stage_links(layout, ranks, 0).nccl_to_next);
+  EXPECT_EQ(plan_stage_links(layout, ranks, 0).to_next, ActivationPath::host_staged);
+  EXPECT_FALSE(plan_stage_links(layout, ranks, 1).nccl_from_prev);
+}
+
+TEST(GpuPlanLinks, StagesSharingAGpuAcrossTheJobStillPairOverNccl) {
+  // Stages 0 and 2 on GPU a, stage 1 on GPU b: both pairs are NCCL pairs, each its own communicator,
+  // so no communicator ever holds GPU a twice.
+  JobLayout layout{3, 1};
+  std::vector<RankDevice> ranks{{{"cn1", "GPU-a"}, true}, {{"cn1", "GPU-b"}, true}, {{"cn1", "GPU-a"}, true}};
+  EXPECT_TRUE(plan_stage_links(layout, ranks, 0).nccl_to_next);
+  StageLinks middle = plan_stage_links(layout, ranks, 1);
+  EXPECT_TRUE(middle.nccl_from_prev);
+  EXPECT_TRUE(middle.nccl_to_next);
+  EXPECT_TRUE(plan_stage_links(layout, ranks, 2).nccl_from_prev);
+}
+
+TEST(GpuPlanLinks, CpuStagesInAGpuJobGoThroughTheHost) {
+  // cpu, gpu, gpu: the CPU stage's pair is plain host memory; the two GPU stages pair over NCCL.
+  JobLayout layout{3, 1};
+  std::vector<RankDevice> ranks{{{"cn1", ""}, false}, {{"cn2", "GPU-a"}, true}, {{"cn3", "GPU-b"}, true}};
+  StageLinks cpu = plan_stage_links(layout, ranks, 0), gpu = plan_stage_links(layout, ranks, 1);
+  EXPECT_EQ(cpu.to_next, ActivationPath::host);
+  EXPECT_FALSE(cpu.nccl_to_next);
+  EXPECT_FALSE(gpu.nccl_from_prev);
+  EXPECT_TRUE(gpu.nccl_to_next);
+  EXPECT_EQ(gpu.to_next, ActivationPath::nccl);
+}
+
+TEST(GpuPlanStageDevices, ParsedPerStageAndCheckedAgainstTheStages) {
+  EXPECT_EQ(parse_stage_devices("cpu,gpu,gpu"), (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(parse_stage_devices("gpu"), (std::vector<bool>{true}));
+  for (const char* bad : {"", "cpu,", "gpu,tpu", "GPU", "cpu,,gpu"}) {
+    try {
+      parse_stage_devices(bad);
+      ADD_FAILURE() << "'" << bad << "' was accepted";
+    } catch (const GpuPlanError& e) {
+      EXPECT_NE(std::string(e.what()).find("neither cpu nor gpu"), std::string::npos) << e.what();
+    }
+  }
+  std::vector<bool> mixed{false, true};
+  EXPECT_FALSE(stage_on_gpu(mixed, 0, 2));
+  EXPECT_TRUE(stage_on_gpu(mixed, 1, 2));
+  EXPECT_TRUE(stage_on_gpu({true}, 3, 4));  // one entry: every stage
+  EXPECT_FALSE(stage_on_gpu({}, 0, 2));     // none: the CPU
+  try {
+    stage_on_gpu(mixed, 0, 3);
+    ADD_FAILURE() << "2 devices for 3 stages accepted";
+  } catch (const GpuPlanError& e) {
+    EXPECT_NE(std::string(e.what()).find("names 2 stages but the job has 3"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(mixed_devices(mixed));
+  EXPECT_FALSE(mixed_devices({true, true}));
+  EXPECT_FALSE(mixed_devices({false}));
+  EXPECT_TRUE(any_gpu(mixed));
+  EXPECT_FALSE(any_gpu({}));
 }
 
 TEST(GpuPlanLinks, DeviceDescriptionsRoundTripAndDamageIsRefused) {

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define CNET_CUDA_STAGE_ABI_VERSION 1
+#define CNET_CUDA_STAGE_ABI_VERSION 2
 #define CNET_NCCL_ID_BYTES 128 /* NCCL_UNIQUE_ID_BYTES */
 
 enum cnet_cuda_layer_kind { CNET_CUDA_LINEAR, CNET_CUDA_RELU, CNET_CUDA_GELU, CNET_CUDA_SOFTMAX, CNET_CUDA_LAYERNORM, CNET_CUDA_RESIDUAL_MLP };
@@ -59,15 +59,17 @@ typedef struct cnet_cuda_stage_api {
   int (*gemm_tflops)(int device, size_t n, double* tflops, char* err, size_t len);
 
   /* NCCL between GPU stages, loaded by the module on first use (libnccl.so.2): where it is missing the
-   * stages stay host-staged. nccl_available says why not; rank 0's id reaches the others through the
-   * job's bootstrap, then every rank of the job connects (collective). */
+   * stages stay host-staged. nccl_available says why not. One communicator per linked pair of stages:
+   * the sender makes the id, it reaches the receiver through the job's bootstrap, then both connect
+   * (the sender as rank 0, the receiver as rank 1). */
   int (*nccl_available)(char* err, size_t len);
   int (*nccl_unique_id)(unsigned char id[CNET_NCCL_ID_BYTES], char* err, size_t len);
   void* (*nccl_connect)(int device, const unsigned char id[CNET_NCCL_ID_BYTES], int ranks, int rank, char* err, size_t len);
   void (*nccl_close)(void* comm, int abort_it); /* abort_it: a peer failed, do not wait for it */
-  /* From now on the stage receives its input from rank recv_from and sends its output to rank send_to
-   * over comm, device to device (-1: through the host, as stage_start/stage_result). */
-  int (*stage_link)(void* stage, void* comm, int recv_from, int send_to, char* err, size_t len);
+  /* From now on the stage receives its input over recv_comm (from its rank 0) and sends its output over
+   * send_comm (to its rank 1), device to device; a null communicator: through the host, as
+   * stage_start/stage_result. */
+  int (*stage_link)(void* stage, void* recv_comm, void* send_comm, char* err, size_t len);
 } cnet_cuda_stage_api;
 
 /* The module's one exported symbol. */

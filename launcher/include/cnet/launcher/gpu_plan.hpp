@@ -66,14 +66,24 @@ struct RankDevice {
 std::string to_text(const RankDevice& d);
 RankDevice rank_device_from_text(const std::string& text);  // throws GpuPlanError on damaged text
 
-// This rank's NCCL neighbours (-1: through the host) and whether the job needs a communicator at all;
-// every rank computes the same answer from the same list, so they agree without talking.
+// Which of this rank's neighbours it talks to over NCCL; every rank computes the same answer from the
+// same list, so the two sides of a pair agree without talking. Each NCCL pair gets a communicator of
+// its own (sender rank 0, receiver rank 1): NCCL refuses two ranks of one communicator on one GPU, which
+// a job-wide one would have whenever stages or replicas share a GPU elsewhere in the job.
 struct StageLinks {
-  int recv_from = -1, send_to = -1;
-  bool any_nccl = false;
+  bool nccl_from_prev = false, nccl_to_next = false;
   ActivationPath to_next = ActivationPath::host;  // for the banner
 };
 StageLinks plan_stage_links(const JobLayout& layout, const std::vector<RankDevice>& ranks, std::uint32_t rank);
+
+// Where each stage computes, from --gpu-per-stage 1 (every stage on its task's GPU) or --stage-devices
+// cpu,gpu,... (a mixed job: CPU-only nodes take the CPU stages). Empty: every stage on the CPU; one
+// entry: every stage there; else one entry per stage.
+std::vector<bool> parse_stage_devices(const std::string& list);  // throws GpuPlanError naming the bad entry
+// Throws GpuPlanError when the list names another number of stages than the job has.
+bool stage_on_gpu(const std::vector<bool>& devices, unsigned stage, unsigned stages);
+bool any_gpu(const std::vector<bool>& devices);
+bool mixed_devices(const std::vector<bool>& devices);  // some stages on the CPU, some on GPUs
 
 std::string human_bytes(std::uint64_t bytes);  // "3.00 GiB", "200 MiB", "512 B"
 

@@ -5,6 +5,7 @@
 // memory. A node without CUDA, without a GPU or without the module gets GpuUnavailable, whose message
 // says which and what to do, never a failure to start.
 
+#include <array>
 #include <chrono>
 #include <memory>
 #include <stdexcept>
@@ -42,10 +43,11 @@ class CudaStageModule {
   int devices_ = 0;
 };
 
-// An NCCL communicator over every rank of the job (collective: all ranks construct it together).
+// The NCCL communicator of one linked pair of stages: the sender is rank 0, the receiver rank 1.
 class NcclComm {
  public:
-  NcclComm(const CudaStageModule& cuda, int device, transport::Bootstrap& bootstrap);
+  using Id = std::array<unsigned char, CNET_NCCL_ID_BYTES>;
+  NcclComm(const CudaStageModule& cuda, int device, const Id& id, int rank);  // blocks until the other side joins
   ~NcclComm();
   NcclComm(const NcclComm&) = delete;
   NcclComm& operator=(const NcclComm&) = delete;
@@ -55,6 +57,14 @@ class NcclComm {
   const CudaStageModule& cuda_;
   void* comm_ = nullptr;
 };
+
+// This rank's NCCL pairs. Collective over every rank of the job, CPU stages included: each rank posts
+// the id of its pair with the next stage (or nothing), then both sides connect, each rank its pair with
+// the previous stage first, so the pairs come up along the pipeline without waiting on each other.
+struct NcclPairs {
+  std::unique_ptr<NcclComm> from_prev, to_next;
+};
+NcclPairs connect_nccl_pairs(transport::Bootstrap& bootstrap, const StageLinks& links, int device);
 
 class GpuStageForward : public StageCompute {
  public:
@@ -70,10 +80,10 @@ class GpuStageForward : public StageCompute {
   void forward(std::span<const float> in, std::size_t rows, std::vector<float>& out, const std::function<void()>& progress = {}) override;
   std::string device() const override;
   std::string uuid() const { return info_.uuid; }
-  // From now on: input from rank recv_from, output to rank send_to, over `comm` (-1: through the host).
-  void link(NcclComm& comm, int recv_from, int send_to);
-  bool input_arrives_directly() const override { return recv_from_ >= 0; }
-  bool output_leaves_directly() const override { return send_to_ >= 0; }
+  // From now on: input over from_prev, output over to_next, device to device (null: through the host).
+  void link(NcclComm* from_prev, NcclComm* to_next);
+  bool input_arrives_directly() const override { return from_prev_; }
+  bool output_leaves_directly() const override { return to_next_; }
   // A micro-batch that has not finished after this long (a neighbour stalled or died) is an error.
   void set_stall_timeout(std::chrono::milliseconds timeout) { stall_timeout_ = timeout; }
 
@@ -83,7 +93,7 @@ class GpuStageForward : public StageCompute {
   cnet_cuda_device info_{};
   void* stage_ = nullptr;
   std::size_t in_ = 0, out_ = 0;
-  int recv_from_ = -1, send_to_ = -1;
+  bool from_prev_ = false, to_next_ = false;
   std::chrono::milliseconds stall_timeout_{std::chrono::minutes(2)};
 };
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "cnet/launcher/schedule.hpp"
 #include "cnet/transport/bootstrap.hpp"
@@ -21,7 +22,9 @@ struct InferenceOptions {
   unsigned num_stages = 0;  // 0: as the scheme implies
   std::size_t micro_batch = 8;
   int blas_threads = 1;
-  unsigned gpus_per_stage = 0;  // 0: every stage on the CPU; 1: each stage on its task's GPU (cuBLAS)
+  // Where stages compute (gpu_plan.hpp's stage_on_gpu): empty: every stage on the CPU; one entry: every
+  // stage there (true: on its task's GPU, cuBLAS); else one entry per stage, CPU and GPU stages mixed.
+  std::vector<bool> stage_devices;
   // --resume: go on from OUTPUT.progress (it must exist). --resume=auto: the same when it exists, a
   // fresh start when it does not, so one sbatch --requeue script serves the first run and every rerun.
   enum class Resume { no, yes, automatic } resume = Resume::no;
