@@ -216,6 +216,27 @@ void print_banner(const InferenceOptions& o, const Job& job, const UcxChannel& c
   std::fflush(stderr);
 }
 
+// One message of a full micro-batch's size over each of this rank's links (the next and previous stage
+// over UCX, the writer and the other replicas' last stages) before the clock starts: UCX connects and
+// sets up its large-message protocol on first use, about 12 ms on one node here, which the first
+// micro-batch would otherwise pay at every stage in turn, on the pipeline's critical path. Both sides
+// of a link decide from the same job-wide facts, so every message is matched.
+void prime_links(UcxChannel& ch, const Job& job, bool receive_here, bool send_here, bool writer) {
+  if (job.all.empty()) return;
+  constexpr std::uint32_t kPrimeTag = 0xffffffffu;  // before any micro-batch's, and matched in order
+  const JobLayout& layout = job.layout;
+  const std::uint32_t rank = ch.rank();
+  const std::size_t rows = job.all.front().rows;  // the largest: only the last may be shorter
+  std::vector<float> in(receive_here ? rows * job.forward->input_width() : 0), out(rows * job.forward->output_width());
+  std::vector<std::vector<float>> outputs(writer ? layout.replicas - 1 : 0, std::vector<float>(out.size()));
+  std::vector<std::unique_ptr<UcxChannel::Request>> requests;
+  if (receive_here) requests.push_back(ch.recv(rank - 1, kPrimeTag, bytes(in)));
+  for (unsigned r = 1; r < layout.replicas && writer; ++r) requests.push_back(ch.recv(layout.rank_of(r, layout.stages - 1), kPrimeTag, bytes(outputs[r - 1])));
+  if (send_here) requests.push_back(ch.send(rank + 1, kPrimeTag, bytes(out)));
+  if (layout.stage_of(rank) + 1 == layout.stages && !writer) requests.push_back(ch.send(layout.writer(), kPrimeTag, bytes(out)));
+  ch.wait_all(requests);
+}
+
 // This rank's share of the work: receive (or read) each micro-batch, run its stage, send it on (or to
 // the writer, or into the output). Receives are posted two ahead and sends double-buffered, so
 // transfers overlap the computing; transfers also progress between layers.
@@ -274,6 +295,7 @@ void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& to
       it = others.erase(it);
     }
   };
+  prime_links(ch, job, receive_here, send_here, rank == layout.writer());
   if (sink && R > 1) post_others(2);
   if (sink) sink->start();
   std::vector<float> result;
