@@ -237,6 +237,117 @@ void prime_links(UcxChannel& ch, const Job& job, bool receive_here, bool send_he
   ch.wait_all(requests);
 }
 
+// Data parallel with one stage per replica: the writer (rank 0) hands micro-batches out as the replicas
+// ask, so a replica on a slower or busier node takes fewer and the job does not wait on the slowest one's
+// fixed share. Each replica asks for its next micro-batch as it starts one, so the answer (given by the
+// writer between its own layers) is there before it is needed. Returns, at the writer, how many
+// micro-batches each replica computed. (With several stages per replica the split stays fixed: the later
+// stages and the writer find each micro-batch by its index.)
+constexpr std::uint32_t kAskTag = 0xfffffffdu, kGrantTag = 0xfffffffeu, kNoMore = 0xffffffffu;
+
+std::vector<std::size_t> run_replicas_on_demand(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& todo, OutputSink* sink) {
+  const std::uint32_t rank = ch.rank(), writer = job.layout.writer();
+  const unsigned R = job.layout.replicas;
+  const std::size_t in_width = job.forward->input_width(), out_width = job.forward->output_width();
+  auto input_of = [&](const MicroBatch& mb) { return job.input.data.subspan(mb.first_row * in_width, mb.rows * in_width); };
+  prime_links(ch, job, false, false, rank == writer);
+  std::vector<float> result;
+  if (rank != writer) {
+    std::array<std::vector<float>, 2> outbox;
+    std::array<std::unique_ptr<UcxChannel::Request>, 2> sending;
+    std::uint32_t grant = kNoMore;
+    auto ask = [&] {
+      ch.send_blocking(writer, kAskTag, {});
+      return ch.recv(writer, kGrantTag, std::as_writable_bytes(std::span(&grant, 1)));
+    };
+    auto answer = ask();
+    for (std::size_t j = 0;; ++j) {
+      ch.wait(*answer);
+      if (grant == kNoMore) break;
+      const MicroBatch& mb = todo.at(grant);
+      answer = ask();  // answered while this one computes
+      job.forward->forward(input_of(mb), mb.rows, result, [&] { ch.progress(); });
+      if (sending[j % 2]) ch.wait(*sending[j % 2]);  // the send from two micro-batches ago has left this buffer
+      outbox[j % 2].swap(result);
+      sending[j % 2] = ch.send(writer, output_tag(mb.index), bytes(outbox[j % 2]));
+    }
+    for (auto& r : sending)
+      if (r) ch.wait(*r);
+    transport::Collectives(ch).barrier();  // its rows may not be taken yet: see run_stage
+    return {};
+  }
+  // The writer: its own micro-batches, and between its layers the others' asks and finished rows.
+  struct Replica {
+    std::uint32_t rank;
+    std::uint32_t grant = kNoMore;
+    std::unique_ptr<UcxChannel::Request> ask, answer;
+    bool finished = false;
+  };
+  struct Incoming {
+    MicroBatch mb;
+    std::vector<float> rows;
+    std::unique_ptr<UcxChannel::Request> request;
+  };
+  std::vector<Replica> others;
+  for (unsigned r = 1; r < R; ++r) others.emplace_back().rank = job.layout.rank_of(r, 0);
+  std::vector<std::size_t> computed(R, 0);
+  std::list<Incoming> incoming;
+  std::size_t next = 0;
+  for (auto& o : others) o.ask = ch.recv(o.rank, kAskTag, {});
+  auto serve = [&] {
+    for (std::size_t i = 0; i < others.size(); ++i) {
+      Replica& o = others[i];
+      if (o.finished || !ch.test(*o.ask)) continue;
+      if (o.answer) ch.wait(*o.answer);  // 4 bytes, long delivered: its buffer is free again
+      o.grant = next < todo.size() ? static_cast<std::uint32_t>(next++) : kNoMore;
+      o.answer = ch.send(o.rank, kGrantTag, std::as_bytes(std::span(&o.grant, 1)));
+      if (o.grant == kNoMore) {
+        o.finished = true;
+        continue;
+      }
+      ++computed[i + 1];
+      const MicroBatch& mb = todo[o.grant];
+      Incoming& in = incoming.emplace_back(Incoming{mb, std::vector<float>(mb.rows * out_width), nullptr});
+      in.request = ch.recv(o.rank, output_tag(mb.index), bytes(in.rows));
+      o.ask = ch.recv(o.rank, kAskTag, {});
+    }
+    for (auto it = incoming.begin(); it != incoming.end();) {
+      if (!ch.test(*it->request)) {
+        ++it;
+        continue;
+      }
+      sink->put(it->mb, it->rows);
+      it = incoming.erase(it);
+    }
+  };
+  sink->start();
+  while (next < todo.size()) {
+    const MicroBatch& mb = todo[next++];
+    ++computed[0];
+    job.forward->forward(input_of(mb), mb.rows, result, [&] {
+      ch.progress();
+      serve();
+    });
+    sink->put(mb, result);
+    serve();
+  }
+  // Every micro-batch is handed out: answer each replica's last ask, then take the rows still out, with
+  // blocking waits, so a replica that died or hung is reported (or timed out) as in the fixed split.
+  for (auto& o : others)
+    if (!o.finished) {
+      ch.wait(*o.ask);
+      serve();
+    }
+  while (!incoming.empty()) {
+    ch.wait(*incoming.front().request);
+    serve();
+  }
+  for (auto& o : others)
+    if (o.answer) ch.wait(*o.answer);
+  transport::Collectives(ch).barrier();
+  return computed;
+}
+
 // This rank's share of the work: receive (or read) each micro-batch, run its stage, send it on (or to
 // the writer, or into the output). Receives are posted two ahead and sends double-buffered, so
 // transfers overlap the computing; transfers also progress between layers.
@@ -425,8 +536,10 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
     }
   }
   if (me.rank == 0) print_banner(o, job, *channel, todo.size());
+  std::vector<std::size_t> per_replica;  // at the writer: micro-batches each replica computed
   try {
-    run_stage(*channel, job, todo, sink.get());
+    if (job.layout.stages == 1 && job.layout.replicas > 1) per_replica = run_replicas_on_demand(*channel, job, todo, sink.get());
+    else run_stage(*channel, job, todo, sink.get());
   } catch (const transport::PeerFailure& e) {
     return fail(kStageFailure, describe(e.rank()) + " failed: " + e.what() + "; the job stops (rerun with --resume to finish)");
   } catch (const std::exception& e) {
@@ -448,6 +561,11 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
                             {"micro_batches", job.all.size()}, {"micro_batch_rows", o.micro_batch}, {"rows", job.input.rows},
                             {"rows_this_run", sink->rows_this_run()}, {"seconds", seconds}, {"rows_per_second", rate},
                             {"output", o.output}};
+  if (job.layout.replicas > 1) {
+    if (per_replica.empty())  // the fixed split
+      for (unsigned r = 0; r < job.layout.replicas; ++r) per_replica.push_back(share_of(todo, r, job.layout.replicas).size());
+    summary["micro_batches_per_replica"] = per_replica;
+  }
   sink.reset();
   int code = o.verify ? verify_output(o, job, rate, todo.size() == job.all.size(), me.size, summary) : kOk;
   if (o.json) std::printf("%s\n", summary.dump(2).c_str());

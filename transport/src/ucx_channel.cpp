@@ -233,7 +233,13 @@ void UcxChannel::wait_all(std::vector<std::unique_ptr<Request>>& requests) {
 bool UcxChannel::test(Request& req) {
   if (req.handle) {
     ucp_worker_progress(ucx_->worker);
-    if (ucp_request_check_status(req.handle) == UCS_INPROGRESS) return false;
+    if (ucp_request_check_status(req.handle) == UCS_INPROGRESS) {
+      // A peer found gone fails the request now (through wait()), rather than leaving it pending for a
+      // caller that only ever tests it.
+      if (watched(req.peer) && ucx_->peer_status[req.peer] == UCS_OK && ucx_->watches[req.peer]->exited())
+        ucx_->peer_status[req.peer] = UCS_ERR_CONNECTION_RESET;
+      if (ucx_->peer_status[req.peer] == UCS_OK) return false;
+    }
   }
   wait(req);  // completes it, and reports a failure the way wait() does
   return true;

@@ -70,7 +70,8 @@ class UcxChannel {
   std::unique_ptr<Request> send(std::uint32_t peer, std::uint32_t tag, std::span<const std::byte> data);
   std::unique_ptr<Request> recv(std::uint32_t peer, std::uint32_t tag, std::span<std::byte> data);
   void wait(Request& request);
-  // Non-blocking: whether the request has completed (then as wait() would have, errors included).
+  // Non-blocking: whether the request has completed (then as wait() would have, errors included); a
+  // request to a peer already known to be gone counts as completed, so it throws.
   bool test(Request& request);
   void wait_all(std::vector<std::unique_ptr<Request>>& requests);
   // Lets outstanding transfers move on without waiting (call it between pieces of other work).
