@@ -3,6 +3,9 @@
 // (no TF32, no split-K atomics) configuration with a fixed workspace, the other layers as the kernels
 // in stage_kernels.cu, all on the stage's stream. The host side hands in a micro-batch, polls (letting
 // its transfers progress meanwhile) and takes the result: activations are staged through pinned memory.
+// Between stages linked over NCCL, receives and sends run on streams of their own through two inboxes
+// and two outboxes, as the host path's two slots do: the next micro-batch arrives and the last one
+// leaves while this one computes.
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -77,7 +80,14 @@ void check(const NcclRuntime* nccl, ncclResult_t rc, const char* what) {
 struct Stage {
   int device = 0;
   Comm *recv_link = nullptr, *send_link = nullptr;  // NCCL pairs with the neighbours, when linked
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr;                    // compute, and the host copies
+  cudaStream_t recv_stream = nullptr, send_stream = nullptr;
+  // inbox[k % 2] receives micro-batch k: `arrived` when it is there, `consumed` once copied out of it;
+  // outbox[k % 2] sends it: `ready` once copied in, `sent` when it has left.
+  float *inbox[2] = {}, *outbox[2] = {};
+  cudaEvent_t arrived[2] = {}, consumed[2] = {}, ready[2] = {}, sent[2] = {}, computed = nullptr;
+  std::size_t started = 0;      // micro-batches started
+  std::size_t posted_rows = 0;  // rows of the receive already posted for the next one (0: none)
   cublasHandle_t blas = nullptr;
   void* workspace = nullptr;
   std::vector<Layer> layers;
@@ -88,17 +98,30 @@ struct Stage {
   std::size_t rows = 0, out_width = 0;
   bool running = false;
 
+  bool idle() const {
+    for (cudaStream_t st : {stream, recv_stream, send_stream})
+      if (st && cudaStreamQuery(st) == cudaErrorNotReady) return false;
+    return true;
+  }
+
   ~Stage() {
-    if (stream) cudaStreamSynchronize(stream);
+    // A transfer still queued waits for a neighbour that failed (the job is ending over it): freeing its
+    // buffers under it, or waiting for it, would be worse than leaving them to the process's exit.
+    if (!idle()) return;
     for (Layer& l : layers)
       for (void* p : {l.w, l.w2, static_cast<void*>(l.b), static_cast<void*>(l.b2), static_cast<void*>(l.gamma), static_cast<void*>(l.beta)})
         if (p) cudaFree(p);
     for (void* p : {static_cast<void*>(a), static_cast<void*>(b), static_cast<void*>(tmp), static_cast<void*>(hidden), half, workspace})
       if (p) cudaFree(p);
+    for (float* p : {inbox[0], inbox[1], outbox[0], outbox[1]})
+      if (p) cudaFree(p);
     if (pinned_in) cudaFreeHost(pinned_in);
     if (pinned_out) cudaFreeHost(pinned_out);
     if (blas) cublasDestroy(blas);
-    if (stream) cudaStreamDestroy(stream);
+    for (cudaEvent_t e : {arrived[0], arrived[1], consumed[0], consumed[1], ready[0], ready[1], sent[0], sent[1], computed})
+      if (e) cudaEventDestroy(e);
+    for (cudaStream_t st : {stream, recv_stream, send_stream})
+      if (st) cudaStreamDestroy(st);
   }
 };
 
@@ -219,6 +242,15 @@ void* stage_create(int device, const cnet_cuda_layer* layers, std::size_t count,
     s->tmp = device_alloc<float>(act, "allocating activations");
     s->hidden = device_alloc<float>(sizes->max_rows * sizes->max_hidden, "allocating activations");
     s->half = device_alloc<std::uint16_t>(sizes->max_rows * std::max(sizes->max_width, sizes->max_hidden), "allocating activations");
+    for (int k = 0; k < 2; ++k) {
+      s->inbox[k] = device_alloc<float>(act, "allocating activations");
+      s->outbox[k] = device_alloc<float>(act, "allocating activations");
+      for (cudaEvent_t* e : {&s->arrived[k], &s->consumed[k], &s->ready[k], &s->sent[k]})
+        check(cudaEventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate");
+    }
+    check(cudaEventCreateWithFlags(&s->computed, cudaEventDisableTiming), "cudaEventCreate");
+    check(cudaStreamCreateWithFlags(&s->recv_stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cudaStreamCreateWithFlags(&s->send_stream, cudaStreamNonBlocking), "cudaStreamCreate");
     check(cudaMallocHost(reinterpret_cast<void**>(&s->pinned_in), act * sizeof(float)), "allocating pinned host memory");
     check(cudaMallocHost(reinterpret_cast<void**>(&s->pinned_out), act * sizeof(float)), "allocating pinned host memory");
     s->out_width = count ? layers[count - 1].out : 0;
@@ -230,46 +262,92 @@ void* stage_create(int device, const cnet_cuda_layer* layers, std::size_t count,
   return s;
 }
 
-int stage_start(void* handle, const float* in, std::size_t rows, char* err, std::size_t len) {
+// Queues micro-batch `slot`'s receive on the receive stream, once the inbox's last micro-batch has
+// been copied out of it.
+void post_receive(Stage& s, int slot, std::size_t rows) {
+  Comm* c = s.recv_link;
+  check(cudaStreamWaitEvent(s.recv_stream, s.consumed[slot], 0), "cudaStreamWaitEvent");
+  check(c->nccl, c->nccl->recv(s.inbox[slot], rows * s.layers.front().spec.in, ncclFloat, 0, c->comm, s.recv_stream), "ncclRecv");
+  check(cudaEventRecord(s.arrived[slot], s.recv_stream), "cudaEventRecord");
+}
+
+int stage_start(void* handle, const float* in, std::size_t rows, std::size_t next_rows, char* err, std::size_t len) {
   auto* s = static_cast<Stage*>(handle);
   return guarded(err, len, [&] {
     if (s->running) throw Failure{"a micro-batch is still running on this stage"};
-    if (rows > s->sizes.max_rows) throw Failure{std::to_string(rows) + " rows exceed the " + std::to_string(s->sizes.max_rows) + " planned"};
+    for (std::size_t r : {rows, next_rows})
+      if (r > s->sizes.max_rows) throw Failure{std::to_string(r) + " rows exceed the " + std::to_string(s->sizes.max_rows) + " planned"};
     const std::size_t bytes = rows * s->layers.front().spec.in * sizeof(float);
+    const int slot = static_cast<int>(s->started % 2);
     check(cudaSetDevice(s->device), "cudaSetDevice");
-    if (Comm* c = s->recv_link) {
-      check(c->nccl, c->nccl->recv(s->a, bytes / sizeof(float), ncclFloat, 0, c->comm, s->stream), "ncclRecv");
+    if (s->recv_link) {
+      if (s->posted_rows == 0) post_receive(*s, slot, rows);  // the first micro-batch
+      else if (s->posted_rows != rows)
+        throw Failure{"micro-batch of " + std::to_string(rows) + " rows, but " + std::to_string(s->posted_rows) + " were announced"};
+      check(cudaStreamWaitEvent(s->stream, s->arrived[slot], 0), "cudaStreamWaitEvent");
+      check(cudaMemcpyAsync(s->a, s->inbox[slot], bytes, cudaMemcpyDeviceToDevice, s->stream), "copying a received micro-batch");
+      check(cudaEventRecord(s->consumed[slot], s->stream), "cudaEventRecord");
+      s->posted_rows = next_rows;
+      if (next_rows) post_receive(*s, 1 - slot, next_rows);  // arrives while this one computes
     } else {
       std::memcpy(s->pinned_in, in, bytes);
       check(cudaMemcpyAsync(s->a, s->pinned_in, bytes, cudaMemcpyHostToDevice, s->stream), "copying a micro-batch to the GPU");
     }
     enqueue_layers(*s, rows);
-    if (Comm* c = s->send_link)
-      check(c->nccl, c->nccl->send(s->a, rows * s->out_width, ncclFloat, 1, c->comm, s->stream), "ncclSend");
-    else
-      check(cudaMemcpyAsync(s->pinned_out, s->a, rows * s->out_width * sizeof(float), cudaMemcpyDeviceToHost, s->stream),
-            "copying a micro-batch from the GPU");
+    const std::size_t out_bytes = rows * s->out_width * sizeof(float);
+    if (Comm* c = s->send_link) {
+      check(cudaStreamWaitEvent(s->stream, s->sent[slot], 0), "cudaStreamWaitEvent");  // the outbox's last micro-batch has left
+      check(cudaMemcpyAsync(s->outbox[slot], s->a, out_bytes, cudaMemcpyDeviceToDevice, s->stream), "copying a micro-batch to send");
+      check(cudaEventRecord(s->ready[slot], s->stream), "cudaEventRecord");
+      check(cudaStreamWaitEvent(s->send_stream, s->ready[slot], 0), "cudaStreamWaitEvent");
+      check(c->nccl, c->nccl->send(s->outbox[slot], rows * s->out_width, ncclFloat, 1, c->comm, s->send_stream), "ncclSend");
+      check(cudaEventRecord(s->sent[slot], s->send_stream), "cudaEventRecord");
+    } else {
+      check(cudaMemcpyAsync(s->pinned_out, s->a, out_bytes, cudaMemcpyDeviceToHost, s->stream), "copying a micro-batch from the GPU");
+    }
+    check(cudaEventRecord(s->computed, s->stream), "cudaEventRecord");
+    ++s->started;
     s->rows = rows;
     s->running = true;
   });
 }
 
+// 0 while none of the stage's NCCL pairs has failed, else -1 with NCCL's reason.
+int nccl_failed(Stage& s, char* err, std::size_t len) {
+  for (Comm* c : {s.recv_link, s.send_link}) {
+    ncclResult_t async = ncclSuccess;
+    if (c && c->nccl->comm_get_async_error(c->comm, &async) == ncclSuccess && async != ncclSuccess)
+      return report(std::string("NCCL failed between stages: ") + c->nccl->error_string(async), err, len);
+  }
+  return 0;
+}
+
+int cuda_failed(cudaError_t rc, const char* what, char* err, std::size_t len) {
+  return report(std::string(what) + ": " + cudaGetErrorName(rc) + " (" + cudaGetErrorString(rc) + ")", err, len);
+}
+
 int stage_poll(void* handle, char* err, std::size_t len) {
   auto* s = static_cast<Stage*>(handle);
   if (!s->running) return 1;
-  cudaError_t rc = cudaStreamQuery(s->stream);
+  cudaError_t rc = cudaEventQuery(s->computed);
   if (rc == cudaErrorNotReady) {
-    for (Comm* c : {s->recv_link, s->send_link}) {
-      ncclResult_t async = ncclSuccess;
-      if (c && c->nccl->comm_get_async_error(c->comm, &async) == ncclSuccess && async != ncclSuccess) {
-        s->running = false;
-        return report(std::string("NCCL failed between stages: ") + c->nccl->error_string(async), err, len);
-      }
-    }
-    return 0;
+    if (nccl_failed(*s, err, len) == 0) return 0;
+    s->running = false;
+    return -1;
   }
   s->running = false;
-  if (rc != cudaSuccess) return report(std::string("computing a micro-batch: ") + cudaGetErrorName(rc) + " (" + cudaGetErrorString(rc) + ")", err, len);
+  if (rc != cudaSuccess) return cuda_failed(rc, "computing a micro-batch", err, len);
+  return 1;
+}
+
+// 1 once everything the stage sends or receives itself is done, 0 while some is in flight.
+int stage_flush(void* handle, char* err, std::size_t len) {
+  auto* s = static_cast<Stage*>(handle);
+  for (cudaStream_t st : {s->recv_stream, s->send_stream}) {
+    cudaError_t rc = cudaStreamQuery(st);
+    if (rc == cudaErrorNotReady) return nccl_failed(*s, err, len);
+    if (rc != cudaSuccess) return cuda_failed(rc, "a transfer between GPU stages", err, len);
+  }
   return 1;
 }
 
@@ -363,9 +441,9 @@ int stage_link(void* handle, void* recv_comm, void* send_comm, char* err, std::s
   });
 }
 
-const cnet_cuda_stage_api kApi = {CNET_CUDA_STAGE_ABI_VERSION, device_count, device_info, stage_create, stage_start,
-                                  stage_poll,                  stage_result, stage_destroy, gemm_tflops,  nccl_available,
-                                  nccl_unique_id,              nccl_connect, nccl_close,    stage_link};
+const cnet_cuda_stage_api kApi = {CNET_CUDA_STAGE_ABI_VERSION, device_count, device_info, stage_create, stage_start, stage_poll,
+                                  stage_flush, stage_result, stage_destroy, gemm_tflops, nccl_available, nccl_unique_id,
+                                  nccl_connect, nccl_close, stage_link};
 
 }  // namespace
 }  // namespace cnet::launcher::cuda

@@ -8,7 +8,7 @@ namespace cnet::launcher {
 
 std::uint64_t GpuBuffers::activation_bytes() const {
   const std::uint64_t rows = max_rows;
-  return rows * max_width * 4 * 3 + rows * max_hidden * 4 + rows * std::max(max_width, max_hidden) * 2;
+  return rows * max_width * 4 * (3 + 4) + rows * max_hidden * 4 + rows * std::max(max_width, max_hidden) * 2;
 }
 
 GpuBuffers plan_buffers(const ModelSpec& model, const StageRange& stage, std::size_t micro_batch) {

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
+#include <utility>
 
 namespace cnet::launcher {
 namespace {
@@ -189,25 +190,33 @@ GpuStageForward::~GpuStageForward() {
 
 std::string GpuStageForward::device() const { return "GPU " + std::to_string(index_) + " (" + info_.name + "), cuBLAS"; }
 
+void GpuStageForward::wait_for(int (*done)(void*, char*, std::size_t), const char* what, const std::function<void()>& progress) {
+  ErrorText err{};
+  const auto deadline = std::chrono::steady_clock::now() + stall_timeout_;
+  int rc;
+  while ((rc = done(stage_, err.data(), err.size())) == 0) {
+    if (progress) progress();
+    else std::this_thread::yield();
+    if (std::chrono::steady_clock::now() > deadline)
+      throw GpuUnavailable(device() + ": " + what + " did not finish within " + std::to_string(stall_timeout_.count()) +
+                           " ms (an NCCL neighbour stalled or died, or the GPU hung)");
+  }
+  if (rc < 0) throw GpuUnavailable(device() + ": " + err.data());
+}
+
 void GpuStageForward::forward(std::span<const float> in, std::size_t rows, std::vector<float>& out, const std::function<void()>& progress) {
   const cnet_cuda_stage_api& api = cuda_.api();
   ErrorText err{};
   if (!from_prev_ && in.size() < rows * in_) throw FormatError("a micro-batch is shorter than its rows");
-  if (api.stage_start(stage_, from_prev_ ? nullptr : in.data(), rows, err.data(), err.size()) != 0)
+  const std::size_t next = std::exchange(next_rows_, 0);
+  if (api.stage_start(stage_, from_prev_ ? nullptr : in.data(), rows, next, err.data(), err.size()) != 0)
     throw GpuUnavailable(device() + ": " + err.data());
-  const auto deadline = std::chrono::steady_clock::now() + stall_timeout_;
-  int done;
-  while ((done = api.stage_poll(stage_, err.data(), err.size())) == 0) {
-    if (progress) progress();
-    else std::this_thread::yield();
-    if (std::chrono::steady_clock::now() > deadline)
-      throw GpuUnavailable(device() + ": a micro-batch did not finish within " + std::to_string(stall_timeout_.count()) +
-                           " ms (an NCCL neighbour stalled or died, or the GPU hung)");
-  }
-  if (done < 0) throw GpuUnavailable(device() + ": " + err.data());
+  wait_for(api.stage_poll, "a micro-batch", progress);
   out.resize(to_next_ ? 0 : rows * out_);
   if (api.stage_result(stage_, out.data(), err.data(), err.size()) != 0) throw GpuUnavailable(device() + ": " + err.data());
 }
+
+void GpuStageForward::finish(const std::function<void()>& progress) { wait_for(cuda_.api().stage_flush, "the last transfer", progress); }
 
 std::unique_ptr<StageCompute> open_stage(const ComputeDevice& where, const SafetensorsFile& weights, const ModelSpec& model,
                                          unsigned stage_index, const StageRange& stage, std::size_t micro_batch) {

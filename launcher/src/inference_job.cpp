@@ -420,6 +420,7 @@ void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& to
       ch.wait(*inbox[j % 2].request);
       x = inbox[j % 2].rows;
     }
+    job.forward->expect_next(j + 1 < mine.size() ? mine[j + 1].rows : 0);
     job.forward->forward(x, mb.rows, result, let_transfers_progress);
     if (receive_here && j + 2 < mine.size()) post_receive(j + 2);  // forward() has copied its input
     if (stage + 1 < S) {
@@ -436,6 +437,7 @@ void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& to
     post_others(todo.size());
     take_others(true);
   }
+  job.forward->finish(let_transfers_progress);
   for (auto& slot : outbox)
     if (slot.request) ch.wait(*slot.request);
   // A sender whose last messages left its buffers may not exit before they are received: a peer that is

@@ -20,7 +20,7 @@ TEST_F(GpuPlan, BuffersFollowTheWidestLayerAndTheMicroBatch) {
   EXPECT_EQ(b.max_rows, 32u);
   EXPECT_EQ(b.max_width, 16u);
   EXPECT_EQ(b.max_hidden, 64u);
-  EXPECT_EQ(b.activation_bytes(), 32u * 16 * 4 * 3 + 32u * 64 * 4 + 32u * 64 * 2);
+  EXPECT_EQ(b.activation_bytes(), 32u * 16 * 4 * (3 + 4) + 32u * 64 * 4 + 32u * 64 * 2);
   GpuBuffers head = plan_buffers(m, {4, 5, 0}, 8);  // the head alone has no MLP
   EXPECT_EQ(head.max_hidden, 0u);
   EXPECT_EQ(head.max_width, 16u);

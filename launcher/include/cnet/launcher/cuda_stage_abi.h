@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define CNET_CUDA_STAGE_ABI_VERSION 2
+#define CNET_CUDA_STAGE_ABI_VERSION 3
 #define CNET_NCCL_ID_BYTES 128 /* NCCL_UNIQUE_ID_BYTES */
 
 enum cnet_cuda_layer_kind { CNET_CUDA_LINEAR, CNET_CUDA_RELU, CNET_CUDA_GELU, CNET_CUDA_SOFTMAX, CNET_CUDA_LAYERNORM, CNET_CUDA_RESIDUAL_MLP };
@@ -47,11 +47,15 @@ typedef struct cnet_cuda_stage_api {
   int (*device_info)(int device, cnet_cuda_device* info, char* err, size_t len);
   /* Uploads the layers' weights once and allocates the buffers; returns the stage or null. */
   void* (*stage_create)(int device, const cnet_cuda_layer* layers, size_t count, const cnet_cuda_buffers* buffers, char* err, size_t len);
-  /* Queues copy-in (or the NCCL receive), every layer and copy-out (or the NCCL send) on the stage's
-   * stream and returns at once; `in` is not read when the input arrives over NCCL. */
-  int (*stage_start)(void* stage, const float* in, size_t rows, char* err, size_t len);
-  /* 1: the queued micro-batch is done, 0: still running, -1: it failed. */
+  /* Queues copy-in (or the NCCL receive), every layer and copy-out (or the NCCL send) and returns at
+   * once; `in` is not read when the input arrives over NCCL. next_rows: the rows of the micro-batch
+   * after this one (0: none), so that over NCCL its receive is posted while this one computes. */
+  int (*stage_start)(void* stage, const float* in, size_t rows, size_t next_rows, char* err, size_t len);
+  /* 1: the queued micro-batch is computed (its NCCL send may still be leaving), 0: still running,
+   * -1: it failed. */
   int (*stage_poll)(void* stage, char* err, size_t len);
+  /* 1: every NCCL send and receive the stage queued is done, 0: some still in flight, -1: one failed. */
+  int (*stage_flush)(void* stage, char* err, size_t len);
   /* Copies the finished micro-batch (rows x last layer's out) into out; nothing when it left over NCCL. */
   int (*stage_result)(void* stage, float* out, char* err, size_t len);
   void (*stage_destroy)(void* stage);

@@ -30,6 +30,11 @@ class StageCompute {
   // nothing for that side.
   virtual bool input_arrives_directly() const { return false; }
   virtual bool output_leaves_directly() const { return false; }
+  // The rows of the micro-batch after the one the next forward() takes (0: none), told before that
+  // forward(): a stage that receives its own input starts receiving the next while it computes.
+  virtual void expect_next(std::size_t /*rows*/) {}
+  // After the last forward(): returns once what the stage sent itself has left.
+  virtual void finish(const std::function<void()>& /*progress*/) {}
 };
 
 class StageForward : public StageCompute {

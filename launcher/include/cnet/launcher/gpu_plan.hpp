@@ -24,8 +24,9 @@ class GpuPlanError : public std::runtime_error {
 // cuBLAS's workspace, fixed so its choice of kernels (and so the bits) does not follow free memory.
 inline constexpr std::size_t kCublasWorkspaceBytes = std::size_t{32} << 20;
 
-// What a stage allocates for activations: three row buffers of the widest layer, fc1's output, and
-// one 16-bit copy of the activations for GEMMs with F16/BF16 weights.
+// What a stage allocates for activations: three row buffers of the widest layer, two inboxes and two
+// outboxes of that size (NCCL transfers overlapping compute), fc1's output, and one 16-bit copy of the
+// activations for GEMMs with F16/BF16 weights.
 struct GpuBuffers {
   std::size_t max_rows = 0, max_width = 0, max_hidden = 0, workspace_bytes = kCublasWorkspaceBytes;
   std::uint64_t activation_bytes() const;

@@ -84,16 +84,22 @@ class GpuStageForward : public StageCompute {
   void link(NcclComm* from_prev, NcclComm* to_next);
   bool input_arrives_directly() const override { return from_prev_; }
   bool output_leaves_directly() const override { return to_next_; }
+  void expect_next(std::size_t rows) override { next_rows_ = rows; }
+  void finish(const std::function<void()>& progress) override;
   // A micro-batch that has not finished after this long (a neighbour stalled or died) is an error.
   void set_stall_timeout(std::chrono::milliseconds timeout) { stall_timeout_ = timeout; }
 
  private:
+  // Polls `done` (the module's 1 done / 0 not yet / -1 failed) under the stall timeout.
+  void wait_for(int (*done)(void*, char*, std::size_t), const char* what, const std::function<void()>& progress);
+
   const CudaStageModule& cuda_;
   int index_;
   cnet_cuda_device info_{};
   void* stage_ = nullptr;
   std::size_t in_ = 0, out_ = 0;
   bool from_prev_ = false, to_next_ = false;
+  std::size_t next_rows_ = 0;
   std::chrono::milliseconds stall_timeout_{std::chrono::minutes(2)};
 };
 
