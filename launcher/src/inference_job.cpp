@@ -239,10 +239,10 @@ void prime_links(UcxChannel& ch, const Job& job, bool receive_here, bool send_he
 
 // Data parallel with one stage per replica: the writer (rank 0) hands micro-batches out as the replicas
 // ask, so a replica on a slower or busier node takes fewer and the job does not wait on the slowest one's
-// fixed share. Each replica asks for its next micro-batch as it starts one, so the answer (given by the
-// writer between its own layers) is there before it is needed. Returns, at the writer, how many
-// micro-batches each replica computed. (With several stages per replica the split stays fixed: the later
-// stages and the writer find each micro-batch by its index.)
+// fixed share. Each replica asks for its next micro-batch near the end of the one it computes, so the
+// answer (given by the writer between its own layers) is there before it is needed. Returns, at the
+// writer, how many micro-batches each replica computed. (With several stages per replica the split stays
+// fixed: the later stages and the writer find each micro-batch by its index.)
 constexpr std::uint32_t kAskTag = 0xfffffffdu, kGrantTag = 0xfffffffeu, kNoMore = 0xffffffffu;
 
 std::vector<std::size_t> run_replicas_on_demand(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& todo, OutputSink* sink) {
@@ -261,12 +261,27 @@ std::vector<std::size_t> run_replicas_on_demand(UcxChannel& ch, const Job& job, 
       return ch.recv(writer, kGrantTag, std::as_writable_bytes(std::span(&grant, 1)));
     };
     auto answer = ask();
+    Clock::duration last{};  // what the last micro-batch took
     for (std::size_t j = 0;; ++j) {
       ch.wait(*answer);
       if (grant == kNoMore) break;
       const MicroBatch& mb = todo.at(grant);
-      answer = ask();  // answered while this one computes
-      job.forward->forward(input_of(mb), mb.rows, result, [&] { ch.progress(); });
+      // The next is asked for three quarters of the way through this one: early enough that the answer
+      // (given between the writer's layers) is there when needed, late enough that a micro-batch is not
+      // held here while another replica could have started it, which near the end leaves that replica
+      // idle while this one finishes two.
+      const auto started = Clock::now(), ask_at = started + last * 3 / 4;
+      answer.reset();
+      auto ask_when_due = [&] {
+        if (!answer && Clock::now() >= ask_at) answer = ask();
+      };
+      ask_when_due();
+      job.forward->forward(input_of(mb), mb.rows, result, [&] {
+        ch.progress();
+        ask_when_due();
+      });
+      if (!answer) answer = ask();
+      last = Clock::now() - started;
       if (sending[j % 2]) ch.wait(*sending[j % 2]);  // the send from two micro-batches ago has left this buffer
       outbox[j % 2].swap(result);
       sending[j % 2] = ch.send(writer, output_tag(mb.index), bytes(outbox[j % 2]));
