@@ -13,6 +13,9 @@
 #include <cstdlib>
 #include <cstring>
 
+// Declared by the sanitizer runtimes, absent (null) without them.
+extern "C" void __sanitizer_set_death_callback(void (*)()) __attribute__((weak));
+
 namespace cnet::common {
 namespace {
 
@@ -72,6 +75,9 @@ ProcessResult fork_and_collect(std::chrono::milliseconds deadline, std::size_t m
   }
   if (pid == 0) {
     setpgid(0, 0);
+    // A death callback belongs to the parent (libFuzzer's records the current input as a crash): a
+    // child that dies is an outcome the parent reports, not the parent crashing.
+    if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(nullptr);
     close(fds[0]);
     child(fds[1]);
     _exit(127);

@@ -13,9 +13,9 @@
 #include <set>
 
 #include "cnet/common/host.hpp"
-#include "cnet/common/process.hpp"
 #include "cnet/topology/nvml.hpp"
 #include "cnet/topology/sysfs.hpp"
+#include "hwloc_xml_screen.hpp"
 
 namespace cnet::topology {
 namespace {
@@ -334,41 +334,6 @@ void merge_nvml(const NvmlReport& nvml, NodeTopology& topo) {
   }
 }
 
-// hwloc before 2.12 trusts an export's structure: a damaged one (an object without complete_cpuset, a
-// memory tier without a nodeset) crashes the process reading it, lstopo included. An export is read
-// once in a child process first, so a damaged file is an error, not a crash of cnet-topo or slurmd.
-void refuse_exports_hwloc_crashes_on(const std::filesystem::path& path) {
-  auto r = common::run_in_child([&] {
-    hwloc_topology_t probe = nullptr;
-    if (hwloc_topology_init(&probe) != 0) return std::string("init");
-    hwloc_topology_set_io_types_filter(probe, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    int rc = hwloc_topology_set_xml(probe, path.c_str()) == 0 ? hwloc_topology_load(probe) : -1;
-    hwloc_topology_destroy(probe);
-    return std::string(rc == 0 ? "ok" : "invalid");
-  }, std::chrono::seconds(60));
-  if (r.ok() && r.output == "ok") return;
-  if (r.ok())  // refused cleanly by hwloc: not loaded again here, where its error path would leak
-    throw TopologyError("'" + path.string() + "' is not a valid hwloc 2.x XML export (truncated or damaged?); regenerate it with "
-                        "'lstopo --of xml FILE' on the node");
-  throw TopologyError("'" + path.string() + "' makes hwloc " + (r.timed_out ? "hang" : "crash") +
-                      " while reading it: a damaged hwloc XML export (hwloc " HWLOC_VERSION " does not check every attribute); "
-                      "regenerate it with 'lstopo --of xml FILE' on the node");
-}
-
-// hwloc 2.x reads only 1.x and 2.x exports and calls anything newer invalid; say which it is.
-void refuse_newer_xml_versions(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string head(4096, '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<std::size_t>(in.gcount()));
-  static const std::regex version("<topology[^>]*\\sversion=\"([0-9]+)(\\.[0-9]+)?\"");
-  std::smatch m;
-  if (!std::regex_search(head, m, version) || std::stoi(m[1].str().substr(0, 6)) <= HWLOC_API_VERSION >> 16) return;
-  throw TopologyError("'" + path.string() + "': hwloc XML version " + m[1].str() + m[2].str() + " is newer than this hwloc (" +
-                      std::to_string(HWLOC_API_VERSION >> 16) + ".x) can read; export the node with an hwloc " +
-                      std::to_string(HWLOC_API_VERSION >> 16) + ".x lstopo ('lstopo --of xml FILE')");
-}
-
 TopologyHandle load_hwloc(const DiscoveryOptions& options) {
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) throw TopologyError("hwloc_topology_init failed: out of memory");
@@ -380,8 +345,7 @@ TopologyHandle load_hwloc(const DiscoveryOptions& options) {
     if (!probe)
       throw TopologyError("cannot read hwloc XML '" + path.string() + "': " + std::strerror(errno) +
                           " (export one with 'lstopo --of xml FILE' on the node)");
-    refuse_newer_xml_versions(path);
-    refuse_exports_hwloc_crashes_on(path);
+    screen_hwloc_xml(path);
     if (hwloc_topology_set_xml(t.get(), path.c_str()) != 0 || hwloc_topology_load(t.get()) != 0)
       throw TopologyError("'" + path.string() +
                           "' is not a valid hwloc 2.x XML export (truncated or damaged?); regenerate it with "

@@ -74,6 +74,33 @@ TEST(BadInput, AnExportThatCrashesHwlocIsAnError) {
   EXPECT_NE(err.find("lstopo --of xml"), std::string::npos) << err;
 }
 
+// A PU or NUMA node without os_index reads as index 2^32-1: hwloc then builds 512 MiB bitmaps and takes
+// seconds (found by fuzzing). lstopo always writes it, so such an export is damaged: refused, named.
+TEST(BadInput, AnExportWithoutAPuIndexIsRefusedAtOnce) {
+  hwloc_topology_t t = nullptr;
+  ASSERT_EQ(hwloc_topology_init(&t), 0);
+  ASSERT_EQ(hwloc_topology_set_synthetic(t, "pack:2 node:1 core:2 pu:2"), 0);
+  ASSERT_EQ(hwloc_topology_load(t), 0);
+  char* buf = nullptr;
+  int len = 0;
+  ASSERT_EQ(hwloc_topology_export_xmlbuffer(t, &buf, &len, 0), 0);
+  std::string exported(buf, static_cast<std::size_t>(len));
+  hwloc_free_xmlbuffer(t, buf);
+  hwloc_topology_destroy(t);
+  TempDir d;
+  for (const char* type : {"PU", "NUMANode"}) {
+    std::string damaged = exported;
+    auto at = damaged.find(std::string("type=\"") + type + "\" os_index=\"1\"");
+    ASSERT_NE(at, std::string::npos) << type;
+    damaged.replace(damaged.find("os_index", at), 8, "os_inokx");
+    d.write("damaged.xml", damaged);
+    std::string err = error_for(xml(d.path() / "damaged.xml"));
+    EXPECT_NE(err.find(std::string("a ") + type + " object without a sensible os_index"), std::string::npos) << err;
+    EXPECT_NE(err.find("line "), std::string::npos) << err;
+    EXPECT_NE(err.find("lstopo --of xml"), std::string::npos) << err;
+  }
+}
+
 TEST(BadInput, SysfsRootWithoutSysIsRefused) {
   TempDir d;
   DiscoveryOptions o;
