@@ -1,6 +1,12 @@
 // transport_fault MODE: failure cases the transport must turn into clear errors, not hangs.
 //   peer-dies   rank 1 kills itself in the middle of a stream of 1 MiB messages to rank 0; rank 0 must
 //               report the dead peer by rank and host
+//   peer-dies-mid-copy
+//               rank 1 dies while rank 0 copies a 256 MiB message straight out of its memory (on one
+//               node: CMA, process_vm_readv), which must be an error like any other
+//   peer-dies-unmet
+//               rank 1 dies with a 4 MiB send announced before rank 0 ever reached for it (its shared
+//               memory is gone by then)
 //   late-rank   rank 1 never reaches the fence; the others must time out naming rank 1
 // Rank 0 prints "survivor: <error>" and the seconds it took, and exits 3 when it caught the failure.
 #include <signal.h>
@@ -39,6 +45,30 @@ int main(int argc, char** argv) {
       std::printf("rank %u: stream finished, the peer never died\n", me);
       return 0;
     }
+    if (mode == "peer-dies-mid-copy" || mode == "peer-dies-unmet") {
+      UcxChannel ch(*boot, UcxOptions{true, std::chrono::seconds(30), {}});
+      bool mid_copy = mode == "peer-dies-mid-copy";
+      // 256 MiB takes rank 0 tens of milliseconds to copy out of rank 1, which dies 20 ms in.
+      std::vector<std::byte> buf(mid_copy ? 256u << 20 : 4u << 20), hello(1);
+      if (mid_copy) {  // both endpoints made while both ranks live
+        if (me == 0) ch.send_blocking(1, 2, hello);
+        if (me == 1) ch.recv_blocking(0, 2, hello);
+      }
+      if (me == 1) {
+        auto pending = ch.send(0, 1, buf);  // a rendezvous: the receiver fetches the data itself
+        for (auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(mid_copy ? 20 : 300);
+             std::chrono::steady_clock::now() < until;)
+          ch.progress();
+        raise(SIGKILL);
+      }
+      if (me == 0) {
+        if (!mid_copy) std::this_thread::sleep_for(std::chrono::seconds(1));
+        start = std::chrono::steady_clock::now();
+        ch.recv_blocking(1, 1, buf);
+        std::printf("rank 0: received all of a message from a rank killed while sending it\n");
+      }
+      return 0;
+    }
     if (mode == "late-rank") {
       if (me == 1) std::this_thread::sleep_for(std::chrono::seconds(12));  // past the 5 s timeout and the probes
       start = std::chrono::steady_clock::now();
@@ -46,7 +76,7 @@ int main(int argc, char** argv) {
       std::printf("rank %u: fence passed although rank 1 was absent\n", me);
       return 0;
     }
-    std::fprintf(stderr, "usage: transport_fault peer-dies|late-rank\n");
+    std::fprintf(stderr, "usage: transport_fault peer-dies|peer-dies-mid-copy|peer-dies-unmet|late-rank\n");
     return 2;
   } catch (const std::exception& e) {
     if (me == 0) std::printf("survivor: %s (after %.1f s)\n", e.what(), seconds());

@@ -17,6 +17,18 @@ echo "$out"
 grep -q '^survivor: .*rank 1 on cn1 is gone (its process exited)' <<<"$out" || fail "the survivor did not name the dead same-node peer"
 ((SECONDS - start < 10)) || fail "took $((SECONDS - start)) s to notice the dead same-node peer"
 
+# A sender that dies while the survivor copies straight out of its memory (CMA), and one whose shared
+# memory is gone before the survivor ever reached for it: both fail inside UCX, and each must become the
+# same error, not an abort of the survivor.
+for mode in peer-dies-mid-copy peer-dies-unmet; do
+  start=$SECONDS
+  out=$(on_cluster srun --mpi=pmix --cnet-bind=none -N1 -n2 "$CNET_BIN/transport_fault" $mode 2>&1) && fail "$mode exited 0"
+  echo "$out"
+  grep -q '^survivor: .*rank 1 on cn1 is gone (its process exited)' <<<"$out" || fail "$mode: the survivor did not name the dead peer"
+  grep -q 'backtrace' <<<"$out" && fail "$mode: UCX aborted the survivor"
+  ((SECONDS - start < 10)) || fail "$mode: took $((SECONDS - start)) s to notice the dead same-node peer"
+done
+
 out=$(on_cluster srun --mpi=pmix --cnet-bind=none --kill-on-bad-exit=1 -N2 -n3 "$CNET_BIN/transport_fault" late-rank 2>/dev/null) && fail "late-rank exited 0"
 echo "$out"
 grep -Eq '^survivor: fence timed out after 5 s .*not confirmed as arrived: 1(,|$| )' <<<"$out" || fail "the absent rank 1 was not named"

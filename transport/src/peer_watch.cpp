@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -76,9 +77,12 @@ PeerWatch::~PeerWatch() {
   if (fd_ >= 0) close(fd_);
 }
 
-bool PeerWatch::exited() const {
+bool PeerWatch::exited(std::chrono::milliseconds within) const {
   pollfd p{fd_, POLLIN, 0};
-  return poll(&p, 1, 0) > 0;  // a pidfd is readable once its process has exited
+  int rc;
+  while ((rc = poll(&p, 1, static_cast<int>(within.count()))) < 0 && errno == EINTR) {
+  }
+  return rc > 0;  // a pidfd is readable once its process has exited
 }
 
 }  // namespace cnet::transport

@@ -1,12 +1,16 @@
 #include "cnet/transport/ucx_channel.hpp"
 
 #include <ucp/api/ucp.h>
+#include <ucs/debug/log_def.h>
 
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdarg>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <optional>
 
 #include "cnet/transport/peer_watch.hpp"
@@ -24,6 +28,22 @@ ucp_tag_t make_tag(std::uint32_t source, std::uint32_t tag) {
 void check(ucs_status_t status, const std::string& what) {
   if (status != UCS_OK) throw TransportError(what + " failed: " + ucs_status_string(status));
 }
+
+// UCX's CMA transport (same-node copies with process_vm_readv/writev) escalates a failed copy to a
+// fatal error that aborts the process whenever the endpoint has no peer error handling, which is how
+// watched same-node endpoints are made. By the time it logs that, UCX has already marked the endpoint
+// failed and completes the transfer with an error; only the abort is held back, so the failed request
+// reaches wait(), which names the peer whose process exited. Every other message goes on to UCX's own
+// handlers.
+ucs_log_func_rc_t contain_failed_copies(const char*, unsigned, const char* function, ucs_log_level_t level,
+                                        const ucs_log_component_config_t*, const char*, va_list) {
+  bool failed_copy = level == UCS_LOG_LEVEL_FATAL && function && std::strncmp(function, "uct_cma_", 8) == 0;
+  return failed_copy ? UCS_LOG_FUNC_RC_STOP : UCS_LOG_FUNC_RC_CONTINUE;
+}
+
+// How long a transfer that failed waits for a same-node peer to finish exiting before the failure is
+// reported as a plain transport error: a killed process is unreachable a moment before it has exited.
+constexpr std::chrono::milliseconds kDyingPeer{1000};
 
 }  // namespace
 
@@ -89,6 +109,10 @@ UcxChannel::UcxChannel(Bootstrap& bootstrap, UcxOptions options)
   if (options_.detect_peer_failure)
     for (std::uint32_t r = 0; r < size_; ++r)
       if (r != rank_ && hosts_[r] == hosts_[rank_]) ucx_->watches[r] = PeerWatch::open(processes[r]);
+  if (std::any_of(ucx_->watches.begin(), ucx_->watches.end(), [](const auto& w) { return w.has_value(); })) {
+    static std::once_flag contained;
+    std::call_once(contained, [] { ucs_log_push_handler(contain_failed_copies); });
+  }
 
   ucx_->endpoints.assign(size_, nullptr);
   ucx_->peer_status.assign(size_, UCS_OK);
@@ -122,6 +146,12 @@ UcxChannel::~UcxChannel() {
 
 bool UcxChannel::watched(std::uint32_t peer) const { return ucx_->watches[peer].has_value(); }
 
+bool UcxChannel::peer_exited(std::uint32_t peer, std::chrono::milliseconds within) {
+  if (watched(peer) && ucx_->peer_status[peer] == UCS_OK && ucx_->watches[peer]->exited(within))
+    ucx_->peer_status[peer] = UCS_ERR_CONNECTION_RESET;
+  return watched(peer) && ucx_->peer_status[peer] != UCS_OK;
+}
+
 void* UcxChannel::endpoint(std::uint32_t peer) {
   if (peer >= size_) throw TransportError("rank " + std::to_string(peer) + " is outside this job of " + std::to_string(size_));
   if (ucx_->endpoints[peer]) return ucx_->endpoints[peer];
@@ -139,6 +169,10 @@ void* UcxChannel::endpoint(std::uint32_t peer) {
     params.err_handler.arg = &ucx_->error_slots[peer];
   }
   ucs_status_t status = ucp_ep_create(ucx_->worker, &params, &ucx_->endpoints[peer]);
+  if (status != UCS_OK && peer_exited(peer, kDyingPeer)) {  // its shared memory went with it
+    ucx_->endpoints[peer] = nullptr;
+    check_peer(peer, "connect");
+  }
   if (status != UCS_OK)
     throw TransportError("cannot reach rank " + std::to_string(peer) + " on " + hosts_[peer] + ": " +
                          ucs_status_string(status) +
@@ -195,8 +229,7 @@ void UcxChannel::wait(Request& req) {
       break;
     }
     if (++spins % 1024 == 0) {
-      if (watched(req.peer) && ucx_->peer_status[req.peer] == UCS_OK && ucx_->watches[req.peer]->exited())
-        ucx_->peer_status[req.peer] = UCS_ERR_CONNECTION_RESET;
+      peer_exited(req.peer);
       if (ucx_->peer_status[req.peer] != UCS_OK) {
         if (watched(req.peer) && req.is_send) {
           ucx_->abandoned_request = true;  // UCX cannot cancel a send; over shared memory it would wait forever
@@ -219,6 +252,7 @@ void UcxChannel::wait(Request& req) {
     throw TransportError("message from rank " + std::to_string(req.peer) + " is larger than the " +
                          std::to_string(req.length) + "-byte buffer posted for it");
   if (status != UCS_OK) {
+    peer_exited(req.peer, kDyingPeer);  // a failed shared-memory copy: say the peer's process is gone, if it is
     check_peer(req.peer, req.is_send ? "send" : "receive");
     throw PeerFailure(req.peer, std::string(req.is_send ? "send to" : "receive from") + " rank " + std::to_string(req.peer) +
                                     " on " + hosts_[req.peer] + " failed: " + ucs_status_string(status));
@@ -236,8 +270,7 @@ bool UcxChannel::test(Request& req) {
     if (ucp_request_check_status(req.handle) == UCS_INPROGRESS) {
       // A peer found gone fails the request now (through wait()), rather than leaving it pending for a
       // caller that only ever tests it.
-      if (watched(req.peer) && ucx_->peer_status[req.peer] == UCS_OK && ucx_->watches[req.peer]->exited())
-        ucx_->peer_status[req.peer] = UCS_ERR_CONNECTION_RESET;
+      peer_exited(req.peer);
       if (ucx_->peer_status[req.peer] == UCS_OK) return false;
     }
   }

@@ -3,6 +3,7 @@
 // memory, which has no failure handling of its own, so a dead same-node peer is noticed by its exit
 // (a pidfd) instead. A rank publishes process_identity(); another opens a PeerWatch on it, which works
 // only when both see the same kernel and process (same boot, same PID namespace, same start time).
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -23,7 +24,9 @@ class PeerWatch {
   PeerWatch& operator=(const PeerWatch&) = delete;
   ~PeerWatch();
 
-  bool exited() const;  // never blocks
+  // Whether the process has exited, waiting at most `within` for it (a process dying is briefly
+  // unreachable before it counts as exited).
+  bool exited(std::chrono::milliseconds within = {}) const;
 
  private:
   explicit PeerWatch(int fd) : fd_(fd) {}

@@ -90,6 +90,8 @@ class UcxChannel {
   void* endpoint(std::uint32_t peer);
   void check_peer(std::uint32_t peer, const char* what);
   bool watched(std::uint32_t peer) const;  // a same-node peer whose process this rank watches
+  // Whether a watched peer's process is gone (recorded for check_peer), waiting at most `within`.
+  bool peer_exited(std::uint32_t peer, std::chrono::milliseconds within = {});
   std::uint32_t rank_ = 0, size_ = 1;
   UcxOptions options_;
   std::vector<std::string> hosts_;
