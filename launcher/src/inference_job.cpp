@@ -13,7 +13,9 @@
 #include <optional>
 #include <set>
 
+#include "cnet/common/files.hpp"
 #include "cnet/common/text.hpp"
+#include "cnet/launcher/compute_trace.hpp"
 #include "cnet/launcher/forward.hpp"
 #include "cnet/launcher/gpu_stage.hpp"
 #include "cnet/launcher/output_sink.hpp"
@@ -81,6 +83,35 @@ void refuse_output_over_inputs(const InferenceOptions& o) {
       if (id(in) == mine)
         throw FormatError("--output " + o.output + ": " + out + " is the same file as " + flag + " " + in +
                           " (the same path or a link to it); writing it would destroy it: choose another output file");
+  }
+}
+
+// --trace must not land on a file the job reads or writes.
+void refuse_trace_over_job_files(const InferenceOptions& o) {
+  if (o.trace.empty()) return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path trace = fs::weakly_canonical(fs::absolute(o.trace), ec);
+  if (ec) throw FormatError("--trace " + o.trace + ": " + ec.message());
+  if (fs::is_directory(trace)) throw FormatError("--trace " + o.trace + " is a directory: give a file name, e.g. " + (fs::path(o.trace) / "trace.json").string());
+  if (!fs::is_directory(trace.parent_path()))
+    throw FormatError("--trace " + o.trace + ": folder " + trace.parent_path().string() + " does not exist (create it first)");
+  std::string layers = fs::path(o.model).replace_extension(".layers.json").string();
+  for (auto [flag, path] : {std::pair{"--model", o.model}, {"--input", o.input}, {"the model's layer list", layers}, {"--output", o.output},
+                            {"the output's partial file", o.output + ".partial"}, {"the output's progress file", o.output + ".progress"}}) {
+    bool same = fs::weakly_canonical(fs::absolute(path), ec) == trace || (fs::exists(path, ec) && fs::exists(trace, ec) && fs::equivalent(path, trace, ec));
+    if (same)
+      throw FormatError("--trace " + o.trace + " is the same file as " + flag + " " + path + "; writing it would destroy it: choose another trace file");
+  }
+}
+
+// The trace is extra: the output is complete whether or not it can be written.
+void write_trace(const InferenceOptions& o, const std::vector<RankTrace>& ranks) {
+  try {
+    common::write_file_atomically(o.trace, chrome_trace(ranks));
+    std::fprintf(stderr, "cnet-run %s: trace -> %s (open in https://ui.perfetto.dev or chrome://tracing)\n", o.name.c_str(), o.trace.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cnet-run %s: warning: no trace written: %s (the output is complete)\n", o.name.c_str(), e.what());
   }
 }
 
@@ -245,7 +276,8 @@ void prime_links(UcxChannel& ch, const Job& job, bool receive_here, bool send_he
 // fixed: the later stages and the writer find each micro-batch by its index.)
 constexpr std::uint32_t kAskTag = 0xfffffffdu, kGrantTag = 0xfffffffeu, kNoMore = 0xffffffffu;
 
-std::vector<std::size_t> run_replicas_on_demand(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& todo, OutputSink* sink) {
+std::vector<std::size_t> run_replicas_on_demand(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& todo, OutputSink* sink,
+                                                ComputeClock& busy) {
   const std::uint32_t rank = ch.rank(), writer = job.layout.writer();
   const unsigned R = job.layout.replicas;
   const std::size_t in_width = job.forward->input_width(), out_width = job.forward->output_width();
@@ -276,9 +308,11 @@ std::vector<std::size_t> run_replicas_on_demand(UcxChannel& ch, const Job& job, 
         if (!answer && Clock::now() >= ask_at) answer = ask();
       };
       ask_when_due();
-      job.forward->forward(input_of(mb), mb.rows, result, [&] {
-        ch.progress();
-        ask_when_due();
+      busy.time(mb.index, static_cast<std::uint32_t>(mb.rows), [&] {
+        job.forward->forward(input_of(mb), mb.rows, result, [&] {
+          ch.progress();
+          ask_when_due();
+        });
       });
       if (!answer) answer = ask();
       last = Clock::now() - started;
@@ -288,7 +322,6 @@ std::vector<std::size_t> run_replicas_on_demand(UcxChannel& ch, const Job& job, 
     }
     for (auto& r : sending)
       if (r) ch.wait(*r);
-    transport::Collectives(ch).barrier();  // its rows may not be taken yet: see run_stage
     return {};
   }
   // The writer: its own micro-batches, and between its layers the others' asks and finished rows.
@@ -339,9 +372,11 @@ std::vector<std::size_t> run_replicas_on_demand(UcxChannel& ch, const Job& job, 
   while (next < todo.size()) {
     const MicroBatch& mb = todo[next++];
     ++computed[0];
-    job.forward->forward(input_of(mb), mb.rows, result, [&] {
-      ch.progress();
-      serve();
+    busy.time(mb.index, static_cast<std::uint32_t>(mb.rows), [&] {
+      job.forward->forward(input_of(mb), mb.rows, result, [&] {
+        ch.progress();
+        serve();
+      });
     });
     sink->put(mb, result);
     serve();
@@ -359,14 +394,13 @@ std::vector<std::size_t> run_replicas_on_demand(UcxChannel& ch, const Job& job, 
   }
   for (auto& o : others)
     if (o.answer) ch.wait(*o.answer);
-  transport::Collectives(ch).barrier();
   return computed;
 }
 
 // This rank's share of the work: receive (or read) each micro-batch, run its stage, send it on (or to
 // the writer, or into the output). Receives are posted two ahead and sends double-buffered, so
 // transfers overlap the computing; transfers also progress between layers.
-void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& todo, OutputSink* sink) {
+void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& todo, OutputSink* sink, ComputeClock& busy) {
   struct Slot {
     std::vector<float> rows;
     std::unique_ptr<UcxChannel::Request> request;
@@ -436,7 +470,7 @@ void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& to
       x = inbox[j % 2].rows;
     }
     job.forward->expect_next(j + 1 < mine.size() ? mine[j + 1].rows : 0);
-    job.forward->forward(x, mb.rows, result, let_transfers_progress);
+    busy.time(mb.index, static_cast<std::uint32_t>(mb.rows), [&] { job.forward->forward(x, mb.rows, result, let_transfers_progress); });
     if (receive_here && j + 2 < mine.size()) post_receive(j + 2);  // forward() has copied its input
     if (stage + 1 < S) {
       if (send_here) send(j, rank + 1, activation_tag(mb.index), result);
@@ -452,12 +486,35 @@ void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& to
     post_others(todo.size());
     take_others(true);
   }
-  job.forward->finish(let_transfers_progress);
+  if (job.gpu >= 0) busy.time(ComputeSpan::kFinish, 0, [&] { job.forward->finish(let_transfers_progress); });
+  else job.forward->finish(let_transfers_progress);
   for (auto& slot : outbox)
     if (slot.request) ch.wait(*slot.request);
-  // A sender whose last messages left its buffers may not exit before they are received: a peer that is
-  // gone fails every receive from it, delivered or not.
-  transport::Collectives(ch).barrier();
+}
+
+// Every rank's computing time, in rank order. Also the run's last synchronisation: a sender whose last
+// messages left its buffers may not exit before they are received (a peer that is gone fails every
+// receive from it, delivered or not), and no rank gets past this before every rank has reached it.
+std::vector<double> gather_busy(UcxChannel& ch, const ComputeClock& busy) {
+  std::vector<double> all(ch.size());
+  const double mine = busy.seconds();
+  transport::Collectives(ch).allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all)));
+  return all;
+}
+
+// "stage 0 88%, stage 1 97%": each rank's share of the run spent computing.
+std::string busy_line(const JobLayout& layout, const std::vector<double>& busy, double seconds) {
+  std::vector<std::string> parts;
+  for (std::uint32_t r = 0; r < busy.size(); ++r) {
+    std::vector<std::string> who;
+    if (layout.replicas > 1) who.push_back("replica " + std::to_string(layout.replica_of(r)));
+    if (layout.stages > 1) who.push_back("stage " + std::to_string(layout.stage_of(r)));
+    char pct[16];
+    std::snprintf(pct, sizeof pct, "%.0f%%", 100 * busy[r] / std::max(seconds, 1e-9));
+    who.push_back(pct);
+    parts.push_back(common::join(who, " "));
+  }
+  return common::join(parts, ", ");
 }
 
 // --verify: the whole model on this process over the same micro-batches, compared with what was written:
@@ -526,6 +583,7 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
     job = prepare_job(o, me);
     if (me.rank == job.layout.writer()) {
       refuse_output_over_inputs(o);
+      refuse_trace_over_job_files(o);
       std::string identity = file_identity(o.model) + " " + file_identity(o.input) + " micro-batch " + std::to_string(o.micro_batch);
       sink = std::make_unique<OutputSink>(o.name, o.output, job.input.rows, job.model.output_width(), identity, job.all.size(), resuming(o));
     }
@@ -554,13 +612,21 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
   }
   if (me.rank == 0) print_banner(o, job, *channel, todo.size());
   std::vector<std::size_t> per_replica;  // at the writer: micro-batches each replica computed
+  ComputeClock mine;
+  std::vector<double> busy;  // every rank's seconds computing
   try {
-    if (job.layout.stages == 1 && job.layout.replicas > 1) per_replica = run_replicas_on_demand(*channel, job, todo, sink.get());
-    else run_stage(*channel, job, todo, sink.get());
+    if (job.layout.stages == 1 && job.layout.replicas > 1) per_replica = run_replicas_on_demand(*channel, job, todo, sink.get(), mine);
+    else run_stage(*channel, job, todo, sink.get(), mine);
+    busy = gather_busy(*channel, mine);
   } catch (const transport::PeerFailure& e) {
     return fail(kStageFailure, describe(e.rank()) + " failed: " + e.what() + "; the job stops (rerun with --resume to finish)");
   } catch (const std::exception& e) {
     return fail(kStageFailure, describe(me.rank) + ": " + e.what() + "; the job stops (rerun with --resume to finish)");
+  }
+  std::vector<RankTrace> trace;
+  if (!o.trace.empty()) {
+    auto spans = boot.allgather_values<ComputeSpan>("cnet.run.trace", mine.spans());
+    for (std::uint32_t r = 0; r < spans.size(); ++r) trace.push_back({describe(r), std::move(spans[r])});
   }
   if (!sink) return kOk;
 
@@ -574,16 +640,19 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
   double rate = static_cast<double>(sink->rows_this_run()) / std::max(seconds, 1e-9);
   std::fprintf(stderr, "cnet-run %s: done: %zu rows in %.2f s (%.0f rows/s) -> %s\n", o.name.c_str(), sink->rows_this_run(), seconds, rate,
                o.output.c_str());
+  if (busy.size() > 1)  // where a stage is short of 100%, it waited: a slower stage, transfers, the output
+    std::fprintf(stderr, "cnet-run %s: computing: %s of the run\n", o.name.c_str(), busy_line(job.layout, busy, seconds).c_str());
   nlohmann::json summary = {{"name", o.name}, {"ranks", me.size}, {"stages", job.layout.stages}, {"replicas", job.layout.replicas},
                             {"micro_batches", job.all.size()}, {"micro_batch_rows", o.micro_batch}, {"rows", job.input.rows},
                             {"rows_this_run", sink->rows_this_run()}, {"seconds", seconds}, {"rows_per_second", rate},
-                            {"output", o.output}};
+                            {"output", o.output}, {"busy_seconds", busy}};
   if (job.layout.replicas > 1) {
     if (per_replica.empty())  // the fixed split
       for (unsigned r = 0; r < job.layout.replicas; ++r) per_replica.push_back(share_of(todo, r, job.layout.replicas).size());
     summary["micro_batches_per_replica"] = per_replica;
   }
   sink.reset();
+  if (!o.trace.empty()) write_trace(o, trace);
   int code = o.verify ? verify_output(o, job, rate, todo.size() == job.all.size(), me.size, summary) : kOk;
   if (o.json) std::printf("%s\n", summary.dump(2).c_str());
   return code;

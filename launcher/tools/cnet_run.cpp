@@ -117,7 +117,8 @@ int main(int argc, char** argv) {
       ("timeout", po::value(&timeout_s)->default_value(timeout_s), "seconds one transfer may take before the stage is called hung")
       ("peer-failure", po::value(&peer_failure)->default_value(peer_failure), "on: a dead stage ends the job at once (same node: shared memory, its process watched; else tcp/ib); off: no detection")
       ("local", po::value(&local), "run N ranks on this machine with cnet's own PMIx server")
-      ("json", "print a JSON summary at the end");
+      ("json", "print a JSON summary at the end")
+      ("trace", po::value(&o.trace), "write when each rank computed each micro-batch to this file (Chrome trace JSON: Perfetto, chrome://tracing)");
   try {
     po::variables_map vm;
     po::store(po::parse_command_line(argc, argv, opts), vm);
@@ -147,6 +148,7 @@ int main(int argc, char** argv) {
     }
     if (vm.count("verify") && mixed_devices(o.stage_devices) && vm["verify-tolerance"].defaulted())
       throw po::error("--verify of CPU and GPU stages in one job cannot be bit-identical to either: give --verify-tolerance (e.g. 1e-3)");
+    if (vm.count("trace") && o.trace.empty()) throw po::error("--trace needs a file name, e.g. --trace trace.json");
     if (vm.count("local") && (local == 0 || local > 256)) throw po::error("--local takes 1 to 256 ranks");
     if (vm.count("resume")) {
       if (resume != "yes" && resume != "auto") throw po::error("--resume takes no value, or =auto");

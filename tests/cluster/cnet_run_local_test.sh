@@ -18,6 +18,31 @@ for args in "--local 2:pipe" "--local 3 --parallel-scheme data:data" "--local 4 
 done
 for s in data hybrid one; do cmp -s "$work/pipe.safetensors" "$work/$s.safetensors" || fail "$s output differs from the pipeline's"; done
 echo "pipeline, data, hybrid and one rank give identical files"
+# --trace: every rank's compute spans, one per micro-batch it computed, in one Chrome trace; a stage
+# starts a micro-batch only after the one before it finished it. The run says how busy each stage was.
+for args in "--local 2:pipe" "--local 3 --parallel-scheme data:data"; do
+  set -- ${args%%:*}
+  out=$(run "$@" --output "$work/traced.safetensors" --micro-batch 16 --trace "$work/${args##*:}.trace.json" 2>&1) || fail "$args --trace: $out"
+  grep -Eq "computing: (stage|replica) 0 [0-9]+%, (stage|replica) 1 [0-9]+%" <<<"$out" || fail "$args: no busy line: $out"
+done
+/usr/bin/python3 - "$work/pipe.trace.json" "$work/data.trace.json" <<'PY' || fail "trace"
+import json, sys
+def spans(path):
+    events = json.load(open(path))["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    by_rank = {}
+    for e in events:
+        if e["ph"] == "X":
+            by_rank.setdefault(e["pid"], {})[e["args"]["micro_batch"]] = (e["ts"], e["ts"] + e["dur"])
+    return names, by_rank
+names, pipe = spans(sys.argv[1])
+assert [names[0][:9], names[1][:9]] == ["stage 0/2", "stage 1/2"], names
+assert sorted(pipe[0]) == sorted(pipe[1]) == list(range(19)), pipe  # 300 rows in micro-batches of 16
+assert all(pipe[1][j][0] >= pipe[0][j][1] for j in range(19)), "stage 1 started a micro-batch before stage 0 finished it"
+names, data = spans(sys.argv[2])
+assert len(names) == 3 and sorted(j for r in data.values() for j in r) == list(range(19)), data  # each computed once
+PY
+echo "the trace holds each rank's micro-batches, in pipeline order"
 # 16-bit weights (make-model --dtype) run the same way, converted once per stage.
 "$CNET_BIN/cnet-run" make-model --output "$work/bf16.safetensors" --layers 6 --hidden 128 --dtype BF16 2>/dev/null
 out=$("$CNET_BIN/cnet-run" --name t --model "$work/bf16.safetensors" --input "$work/input.safetensors" --local 2 \
@@ -110,6 +135,13 @@ ln "$m" "$work/model-link.safetensors"
 expect_bad "is the same file as --input" --local 2 --model "$m" --input "$i" --output "$i"
 expect_bad "is the same file as --model" --local 2 --model "$m" --input "$i" --output "$work/model-link.safetensors"
 expect_bad "is the same file as --model" --local 1 --model "$m" --input "$i" --output "$work/./model.safetensors"
+# So is a --trace that would land on one of the job's files.
+expect_bad "--trace .* is the same file as --model" --local 2 --model "$m" --input "$i" --output "$o" --trace "$work/model-link.safetensors"
+expect_bad "--trace .* is the same file as --input" --local 2 --model "$m" --input "$i" --output "$o" --trace "$work/../${work##*/}/input.safetensors"
+expect_bad "--trace .* is the same file as --output" --local 2 --model "$m" --input "$i" --output "$o" --trace "$o"
+expect_bad "folder .* does not exist" --local 2 --model "$m" --input "$i" --output "$o" --trace "$work/no/such/trace.json"
+expect_bad "--trace needs a file name" --model "$m" --input "$i" --output "$o" --trace ""
+! compgen -G "$o*" >/dev/null || fail "a refused --trace run wrote files"
 [[ $(md5sum "$i" "$m" | awk '{print $1}') == "$sum_before" ]] || fail "a refused run changed the model or the input"
 # Two runs writing one output: the second is refused while the first runs.
 run --local 2 --output "$work/shared.safetensors" --micro-batch 8 >"$work/first.log" 2>&1 &

@@ -13,11 +13,20 @@ run() { on_cluster srun --mpi=pmix --cnet-bind=none "$@"; }
 args=(--model model.safetensors --input input.safetensors --micro-batch 8)
 
 out=$(run -N2 --ntasks-per-node=1 --gres=gpu:1 --cnet-template=infer-small "$CNET_BIN/cnet-run" --name demo "${args[@]}" \
-        --output pipe.safetensors --num-stages 2 --verify 2>&1) || fail "pipeline job: $out"
+        --output pipe.safetensors --num-stages 2 --verify --trace pipe.trace.json 2>&1) || fail "pipeline job: $out"
 echo "$out"
 grep -q "stage 0: layers 0-.* on cn1" <<<"$out" || fail "stage 0 not on cn1"
 grep -q "stage 1: layers .* on cn2" <<<"$out" || fail "stage 1 not on cn2"
 grep -q "verify: bit-identical to one process" <<<"$out" || fail "pipeline output not verified"
+grep -Eq "computing: stage 0 [0-9]+%, stage 1 [0-9]+% of the run" <<<"$out" || fail "no busy line"
+# The trace, gathered over PMIx from both nodes: each stage's rank named with its node, 128 spans each.
+/usr/bin/python3 -c '
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+names = sorted(e["args"]["name"] for e in events if e["name"] == "process_name")
+assert names == ["stage 0/2 (rank 0 on cn1)", "stage 1/2 (rank 1 on cn2)"], names
+assert [sum(e["ph"] == "X" and e["pid"] == r for e in events) for r in (0, 1)] == [128, 128], "not one span per micro-batch"
+' pipe.trace.json || fail "the srun job's trace"
 
 out=$(run -N2 -n4 "$CNET_BIN/cnet-run" --name demo "${args[@]}" --output data.safetensors --parallel-scheme data 2>&1) || fail "data job: $out"
 cmp -s pipe.safetensors data.safetensors || fail "data-parallel output differs from the pipeline's"

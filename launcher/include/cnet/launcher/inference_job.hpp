@@ -31,6 +31,7 @@ struct InferenceOptions {
   bool verify = false;
   double verify_tolerance = 0;  // 0: bit-identical required; else the largest relative error allowed
   bool json = false;            // the writer prints a JSON summary at the end
+  std::string trace;            // the writer writes every rank's compute spans here (Chrome trace JSON)
   bool detect_peer_failure = true;
   std::chrono::seconds timeout{120};  // one transfer; a stage silent for longer is reported as hung
 };
