@@ -8,6 +8,9 @@
 # theory assumes a stage computes as fast beside another as alone; on these 2 shared cores it does not
 # (the ceiling is 1.88-1.91x, so even a pipeline with no cost of its own would show a raw bubble of
 # 0.15-0.16 at 8 micro-batches against a theory of 0.111). The target is judged on the net bubble.
+# Each pipeline line also prints the pipeline's own cost, from the run's --trace: how much longer it took
+# than an ideal pipeline replaying the compute times its stages measured (see with_own_cost), so what
+# the stages' speed did is told apart from what the transfers, the output and the progress path did.
 # Then how cost grows: rows/s for 1, 2 and 4 stages, and for 1x, 4x and 16x the rows, so a reader sees
 # where more stages stop helping here and that cost is linear in rows. Last, whether the machine was quiet
 # enough to judge any target (the one-process rates it measured all within 10% of their median).
@@ -32,8 +35,35 @@ solo_rates=$work/solo-rates
 measure() {  # measure RANKS SCHEME MICRO_BATCHES -> JSON summary
   "$run" make-input --output "$work/input.safetensors" --rows $(($3 * rows_per_mb)) --model "$work/model.safetensors" 2>/dev/null
   "$run" --local "$1" --parallel-scheme "$2" --model "$work/model.safetensors" --input "$work/input.safetensors" \
-    --output "$work/out.safetensors" --micro-batch $rows_per_mb --verify --json 2>/dev/null | tee "$work/last.json"
+    --output "$work/out.safetensors" --micro-batch $rows_per_mb --verify --json --trace "$work/trace.json" 2>/dev/null >"$work/last.json"
   /usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["verify"]["single_process_rows_per_second"])' "$work/last.json" >>"$solo_rates"
+  with_own_cost "$work/last.json" "$work/trace.json"
+}
+# The pipeline's own cost, from the trace: how much longer the run took (first micro-batch's start to the
+# last one's end) than an ideal pipeline that moves activations in no time, replaying the very compute
+# times each stage measured. That leaves out the stages' speed, and the two shared cores' differences in
+# it that come and go (the same stage's work took 253 ms on one and 302 ms on the other in one run
+# here); what is left is the pipeline's doing: transfers not overlapped, the output, the progress path.
+with_own_cost() {  # with_own_cost SUMMARY_JSON TRACE_JSON -> the summary with "own_cost" (pipelines of 2+ stages)
+  /usr/bin/python3 - "$@" <<'PY'
+import json, sys
+summary, trace = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+stages = {}
+for e in trace["traceEvents"]:
+    if e["ph"] == "X" and "micro_batch" in e.get("args", {}):
+        stages.setdefault(e["pid"], []).append((e["args"]["micro_batch"], e["ts"], e["ts"] + e["dur"]))
+if summary["replicas"] == 1 and summary["stages"] > 1:
+    spans = [sorted(stages[s]) for s in range(summary["stages"])]
+    done = [0.0] * len(spans[0])  # when the previous stage finished each micro-batch, ideally
+    for stage in spans:
+        t = 0.0
+        for j, (_, start, end) in enumerate(stage):
+            t = max(t, done[j]) + (end - start)
+            done[j] = t
+    actual = max(end for _, _, end in spans[-1]) - min(start for _, start, _ in spans[0])
+    summary["own_cost"] = {"actual_us": actual, "ideal_us": done[-1], "fraction": 1 - done[-1] / actual}
+print(json.dumps(summary))
+PY
 }
 measure3() {  # measure3 RANKS SCHEME MICRO_BATCHES -> the JSON summary of the run with the median ratio of 3
   local runs=() i
@@ -56,6 +86,9 @@ line = (f"pipeline: {label}: {summary['rows_per_second']:.0f} rows/s vs one proc
 bubble, net, theory = 1 - ratio / p, 1 - ratio / ceiling, (p - 1) / (m + p - 1)
 if p > 1:
     line += f"; bubble {bubble:.3f} raw, {net:.3f} net of the ceiling, vs theory {theory:.3f} ({bubble / theory:.2f}x raw, {net / theory:.2f}x net)"
+if "own_cost" in summary:
+    own = summary["own_cost"]["fraction"]
+    line += f"; own cost {100 * own:.1f}% of the run (theory + own cost = {(theory + own) / theory:.2f}x theory)"
 if target:
     line += f" (target >= {target}x: {'ok' if ratio >= target else 'MISSED'})"
 if bubble_target:
