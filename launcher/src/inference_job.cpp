@@ -1,7 +1,5 @@
 #include "cnet/launcher/inference_job.hpp"
 
-#include <sys/stat.h>
-
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -67,23 +65,31 @@ bool resuming(const InferenceOptions& o) {
   return o.resume == R::yes || (o.resume == R::automatic && std::filesystem::exists(o.output + ".progress"));
 }
 
+// Whether two paths name one file: the same inode (another name, a hard or symbolic link), or, where one
+// is not there yet, the same path once resolved.
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::equivalent(a, b, ec)) return true;
+  fs::path ra = fs::weakly_canonical(fs::absolute(a), ec);
+  if (ec) return false;
+  fs::path rb = fs::weakly_canonical(fs::absolute(b), ec);
+  return !ec && ra == rb;
+}
+
+// What the job reads, as an error names it.
+std::vector<std::pair<std::string, std::string>> job_inputs(const InferenceOptions& o) {
+  return {{"--model", o.model}, {"--input", o.input}, {"the model's layer list", std::filesystem::path(o.model).replace_extension(".layers.json").string()}};
+}
+
 // An output that is one of the job's inputs would be destroyed while it is read (truncated under its
-// mapping): refused, also when it is the same file under another name or a hard link.
+// mapping): refused, also when it is the same file under another name or a link.
 void refuse_output_over_inputs(const InferenceOptions& o) {
-  auto id = [](const std::string& p) -> std::optional<std::pair<dev_t, ino_t>> {
-    struct stat st {};
-    if (::stat(p.c_str(), &st) != 0) return std::nullopt;
-    return std::pair{st.st_dev, st.st_ino};
-  };
-  std::string layers = std::filesystem::path(o.model).replace_extension(".layers.json").string();
-  for (const std::string& out : {o.output, o.output + ".partial", o.output + ".progress"}) {
-    auto mine = id(out);
-    if (!mine) continue;
-    for (auto [flag, in] : {std::pair{"--model", o.model}, {"--input", o.input}, {"the model's layer list", layers}})
-      if (id(in) == mine)
+  for (const std::string& out : {o.output, o.output + ".partial", o.output + ".progress"})
+    for (const auto& [flag, in] : job_inputs(o))
+      if (same_file(out, in))
         throw FormatError("--output " + o.output + ": " + out + " is the same file as " + flag + " " + in +
                           " (the same path or a link to it); writing it would destroy it: choose another output file");
-  }
 }
 
 // --trace must not land on a file the job reads or writes.
@@ -96,13 +102,11 @@ void refuse_trace_over_job_files(const InferenceOptions& o) {
   if (fs::is_directory(trace)) throw FormatError("--trace " + o.trace + " is a directory: give a file name, e.g. " + (fs::path(o.trace) / "trace.json").string());
   if (!fs::is_directory(trace.parent_path()))
     throw FormatError("--trace " + o.trace + ": folder " + trace.parent_path().string() + " does not exist (create it first)");
-  std::string layers = fs::path(o.model).replace_extension(".layers.json").string();
-  for (auto [flag, path] : {std::pair{"--model", o.model}, {"--input", o.input}, {"the model's layer list", layers}, {"--output", o.output},
-                            {"the output's partial file", o.output + ".partial"}, {"the output's progress file", o.output + ".progress"}}) {
-    bool same = fs::weakly_canonical(fs::absolute(path), ec) == trace || (fs::exists(path, ec) && fs::exists(trace, ec) && fs::equivalent(path, trace, ec));
-    if (same)
+  auto files = job_inputs(o);
+  files.insert(files.end(), {{"--output", o.output}, {"the output's partial file", o.output + ".partial"}, {"the output's progress file", o.output + ".progress"}});
+  for (const auto& [flag, path] : files)
+    if (same_file(o.trace, path))
       throw FormatError("--trace " + o.trace + " is the same file as " + flag + " " + path + "; writing it would destroy it: choose another trace file");
-  }
 }
 
 // The trace is extra: the output is complete whether or not it can be written.
