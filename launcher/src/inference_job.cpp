@@ -186,7 +186,8 @@ Job prepare_job(const InferenceOptions& o, const transport::Placement& me) {
   job.layout = make_layout(o.scheme, me.size, o.num_stages);
   job.weights = std::make_unique<SafetensorsFile>(o.model);
   job.model = load_model(*job.weights);
-  job.stages = balance_stages(job.model, job.layout.stages);
+  job.stages = o.stage_layers.empty() ? balance_stages(job.model, job.layout.stages)
+                                      : split_stages(job.model, o.stage_layers, job.layout.stages);
   job.input = open_input(o.input, job.model.input_width());
   const unsigned stage = job.layout.stage_of(rank);
   if (stage_on_gpu(o.stage_devices, stage, job.layout.stages)) job.gpu = gpu_for_task(me.local_rank);

@@ -1,7 +1,9 @@
 #include "cnet/launcher/schedule.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 namespace cnet::launcher {
 
@@ -29,6 +31,44 @@ std::vector<StageRange> balance_stages(const ModelSpec& model, unsigned stages) 
     std::size_t start = cut[k][end];
     out[k - 1] = {start, end, prefix[end] - prefix[start]};
     end = start;
+  }
+  return out;
+}
+
+std::vector<StageRange> split_stages(const ModelSpec& model, const std::vector<std::size_t>& layers_per_stage, unsigned stages) {
+  const std::size_t n = model.layers.size();
+  if (layers_per_stage.size() != stages)
+    throw std::invalid_argument("--stage-layers names " + std::to_string(layers_per_stage.size()) + " stages, the job has " +
+                                std::to_string(stages) + " per replica: give one layer count per stage, or run that many stages (--num-stages)");
+  std::size_t total = 0;
+  for (std::size_t count : layers_per_stage) {
+    if (count == 0) throw std::invalid_argument("--stage-layers: every stage needs at least one layer");
+    total += count;
+  }
+  if (total != n)
+    throw std::invalid_argument("--stage-layers adds up to " + std::to_string(total) + " layers, the model has " + std::to_string(n) +
+                                ": the counts must add up to it");
+  std::vector<StageRange> out;
+  std::size_t first = 0;
+  for (std::size_t count : layers_per_stage) {
+    double cost = 0;
+    for (std::size_t i = first; i < first + count; ++i) cost += model.layers[i].cost();
+    out.push_back({first, first + count, cost});
+    first += count;
+  }
+  return out;
+}
+
+std::vector<std::size_t> parse_stage_layers(const std::string& list) {
+  std::vector<std::size_t> out;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t end = std::min(list.find(',', start), list.size());
+    const std::string word = list.substr(start, end - start);
+    if (word.empty() || word.size() > 9 || word.find_first_not_of("0123456789") != std::string::npos)
+      throw std::invalid_argument("--stage-layers: '" + word + "' is not a layer count (one per stage, in order, e.g. 9,7)");
+    out.push_back(std::stoul(word));
+    start = end + 1;
   }
   return out;
 }

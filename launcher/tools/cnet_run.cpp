@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   InferenceOptions o;
   std::string scheme = "pipeline";
   unsigned local = 0, timeout_s = 120, gpus_per_stage = 0;
-  std::string peer_failure = "on", resume, stage_devices, stage_flag;  // stage_flag: as given, for messages
+  std::string peer_failure = "on", resume, stage_devices, stage_layers, stage_flag;  // stage_flag: as given, for messages
   po::options_description opts("cnet-run options");
   opts.add_options()("help,h", "show this help")("version", "print the version")
       ("name", po::value(&o.name)->default_value(o.name), "job name in progress lines")
@@ -106,6 +106,7 @@ int main(int argc, char** argv) {
       ("output", po::value(&o.output)->required(), "output file (safetensors); OUTPUT.progress records what is done")
       ("parallel-scheme", po::value(&scheme)->default_value(scheme), "pipeline, data or hybrid (pipeline groups x replicas)")
       ("num-stages", po::value(&o.num_stages)->default_value(0), "pipeline stages (default: every rank is one)")
+      ("stage-layers", po::value(&stage_layers), "layers per stage, in order (e.g. 10,6: more on a faster node); default: split by estimated cost")
       ("micro-batch", po::value(&o.micro_batch)->default_value(o.micro_batch), "rows per micro-batch")
       ("threads", po::value(&o.blas_threads)->default_value(o.blas_threads), "BLAS threads per rank")
       ("gpu-per-stage", po::value(&gpus_per_stage)->default_value(0), "1: each stage computes on its task's GPU (cuBLAS; the GPU Slurm bound to the task, else the node-local rank's of those visible); 0: on the CPU")
@@ -148,6 +149,13 @@ int main(int argc, char** argv) {
     }
     if (vm.count("verify") && mixed_devices(o.stage_devices) && vm["verify-tolerance"].defaulted())
       throw po::error("--verify of CPU and GPU stages in one job cannot be bit-identical to either: give --verify-tolerance (e.g. 1e-3)");
+    if (vm.count("stage-layers")) {
+      try {
+        o.stage_layers = parse_stage_layers(stage_layers);
+      } catch (const std::invalid_argument& e) {
+        throw po::error(e.what());
+      }
+    }
     if (vm.count("trace") && o.trace.empty()) throw po::error("--trace needs a file name, e.g. --trace trace.json");
     if (vm.count("local") && (local == 0 || local > 256)) throw po::error("--local takes 1 to 256 ranks");
     if (vm.count("resume")) {

@@ -18,6 +18,11 @@ for args in "--local 2:pipe" "--local 3 --parallel-scheme data:data" "--local 4 
 done
 for s in data hybrid one; do cmp -s "$work/pipe.safetensors" "$work/$s.safetensors" || fail "$s output differs from the pipeline's"; done
 echo "pipeline, data, hybrid and one rank give identical files"
+# --stage-layers: a split the user chose (the 8 layers: 6 blocks, norm, head) instead of the balanced one.
+out=$(run --local 2 --stage-layers 2,6 --output "$work/split.safetensors" --micro-batch 16 --verify 2>&1) || fail "--stage-layers 2,6: $out"
+grep -q "stage 0: layers 0-1 " <<<"$out" && grep -q "stage 1: layers 2-7 " <<<"$out" || fail "--stage-layers 2,6 not followed: $out"
+cmp -s "$work/pipe.safetensors" "$work/split.safetensors" || fail "--stage-layers 2,6 output differs from the balanced split's"
+echo "--stage-layers 2,6 gives the same file"
 # --trace: every rank's compute spans, one per micro-batch it computed, in one Chrome trace; a stage
 # starts a micro-batch only after the one before it finished it. The run says how busy each stage was.
 for args in "--local 2:pipe" "--local 3 --parallel-scheme data:data"; do
@@ -119,6 +124,9 @@ expect_bad "truncated: tensor '" --local 2 --model "$work/truncated.safetensors"
 expect_bad "first layer takes rows of width 384" --local 2 --model "$m" --input "$work/pipe.safetensors" --output "$o"
 expect_bad "no tensor\|needs a tensor named 'input'\|takes rows" --local 1 --model "$m" --input "$m" --output "$o"
 expect_bad "needs 3 ranks" --local 2 --num-stages 3 --model "$m" --input "$i" --output "$o"
+expect_bad "stage-layers adds up to 9 layers, the model has 12" --local 2 --stage-layers 2,7 --model "$m" --input "$i" --output "$o"
+expect_bad "stage-layers names 2 stages, the job has 1 per replica" --local 2 --parallel-scheme data --stage-layers 2,6 --model "$m" --input "$i" --output "$o"
+expect_bad "stage-layers: '' is not a layer count" --stage-layers 2,,6 --model "$m" --input "$i" --output "$o"
 expect_bad "nothing to resume" --local 2 --resume --model "$m" --input "$i" --output "$work/never.safetensors"
 expect_bad "another model, input or micro-batch" --local 2 --resume --micro-batch 4 --model "$m" --input "$i" --output "$work/out.safetensors"
 expect_bad "resume takes no value, or =auto" --resume=maybe --model "$m" --input "$i" --output "$o"

@@ -168,6 +168,40 @@ TEST(Schedule, BalancesCostNotLayerCount) {
   EXPECT_THROW(balance_stages(m, 0), std::invalid_argument);
 }
 
+TEST(Schedule, StagesOfGivenLayerCounts) {
+  ModelSpec m;
+  for (int i = 0; i < 6; ++i) {
+    LayerSpec l;
+    l.kind = LayerKind::linear, l.in = 10, l.out = 10;
+    m.layers.push_back(l);
+  }
+  auto st = split_stages(m, {4, 2}, 2);
+  ASSERT_EQ(st.size(), 2u);
+  EXPECT_EQ(st[0].first, 0u);
+  EXPECT_EQ(st[0].last, 4u);
+  EXPECT_EQ(st[1].first, 4u);
+  EXPECT_EQ(st[1].last, 6u);
+  EXPECT_DOUBLE_EQ(st[0].cost, 2 * st[1].cost);
+  auto message = [&](std::vector<std::size_t> counts, unsigned stages) {
+    try {
+      split_stages(m, counts, stages);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({3, 2}, 2).find("5 layers, the model has 6"), std::string::npos) << message({3, 2}, 2);
+  EXPECT_NE(message({2, 2, 2}, 2).find("3 stages, the job has 2"), std::string::npos) << message({2, 2, 2}, 2);
+  EXPECT_NE(message({6, 0}, 2).find("at least one layer"), std::string::npos) << message({6, 0}, 2);
+}
+
+TEST(Schedule, ParsesStageLayerCounts) {
+  EXPECT_EQ(parse_stage_layers("9,7"), (std::vector<std::size_t>{9, 7}));
+  EXPECT_EQ(parse_stage_layers("12"), (std::vector<std::size_t>{12}));
+  for (const char* bad : {"", "9,", ",9", "9,,7", "a,7", "9;7", "-1,3", "9 ,7", "99999999999999999999999,1"})
+    EXPECT_THROW(parse_stage_layers(bad), std::invalid_argument) << bad;
+}
+
 TEST(Schedule, LayoutsAndMicroBatches) {
   JobLayout p = make_layout(Scheme::pipeline, 4, 0);
   EXPECT_EQ(p.stages, 4u);

@@ -20,6 +20,7 @@ struct InferenceOptions {
   std::string model, input, output;
   Scheme scheme = Scheme::pipeline;
   unsigned num_stages = 0;  // 0: as the scheme implies
+  std::vector<std::size_t> stage_layers;  // layers per stage, in order; empty: balanced by estimated cost
   std::size_t micro_batch = 8;
   int blas_threads = 1;
   // Where stages compute (gpu_plan.hpp's stage_on_gpu): empty: every stage on the CPU; one entry: every

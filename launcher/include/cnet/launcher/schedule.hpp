@@ -21,6 +21,14 @@ struct StageRange {
 // cost()). Throws std::invalid_argument when there are more stages than layers.
 std::vector<StageRange> balance_stages(const ModelSpec& model, unsigned stages);
 
+// Stages of the given layer counts, in order (--stage-layers: a split the user chose, e.g. more layers
+// on a faster node). Throws std::invalid_argument naming what does not fit: the count of stages against
+// the job's, the layers against the model's, a stage of no layer.
+std::vector<StageRange> split_stages(const ModelSpec& model, const std::vector<std::size_t>& layers_per_stage, unsigned stages);
+
+// "9,7" -> {9, 7}. Throws std::invalid_argument on anything but positive whole numbers between commas.
+std::vector<std::size_t> parse_stage_layers(const std::string& list);
+
 enum class Scheme { pipeline, data, hybrid };
 
 struct JobLayout {
