@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "cnet/common/text.hpp"
+
 namespace cnet::launcher {
 
 std::vector<StageRange> balance_stages(const ModelSpec& model, unsigned stages) {
@@ -64,10 +66,10 @@ std::vector<std::size_t> parse_stage_layers(const std::string& list) {
   std::size_t start = 0;
   while (start <= list.size()) {
     const std::size_t end = std::min(list.find(',', start), list.size());
-    const std::string word = list.substr(start, end - start);
-    if (word.empty() || word.size() > 9 || word.find_first_not_of("0123456789") != std::string::npos)
-      throw std::invalid_argument("--stage-layers: '" + word + "' is not a layer count (one per stage, in order, e.g. 9,7)");
-    out.push_back(std::stoul(word));
+    const std::string word = list.substr(start, end - start);  // split() would drop an empty one
+    const auto count = common::parse_unsigned(word);
+    if (!count) throw std::invalid_argument("--stage-layers: '" + word + "' is not a layer count (one per stage, in order, e.g. 9,7)");
+    out.push_back(*count);
     start = end + 1;
   }
   return out;
