@@ -522,6 +522,13 @@ std::string busy_line(const JobLayout& layout, const std::vector<double>& busy, 
   return common::join(parts, ", ");
 }
 
+// Each stage's computing seconds, averaged over the replicas (rank order is replica x stage).
+std::vector<double> stage_busy(const JobLayout& layout, const std::vector<double>& busy) {
+  std::vector<double> out(layout.stages, 0.0);
+  for (std::uint32_t r = 0; r < busy.size(); ++r) out[layout.stage_of(r)] += busy[r] / layout.replicas;
+  return out;
+}
+
 // --verify: the whole model on this process over the same micro-batches, compared with what was written:
 // on the GPU the writer used when the stages ran on GPUs (bit-identical expected on the same GPU model),
 // and then also against the CPU, whose error is reported and held to --verify-tolerance when one is set.
@@ -647,10 +654,20 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
                o.output.c_str());
   if (busy.size() > 1)  // where a stage is short of 100%, it waited: a slower stage, transfers, the output
     std::fprintf(stderr, "cnet-run %s: computing: %s of the run\n", o.name.c_str(), busy_line(job.layout, busy, seconds).c_str());
+  // Stages on nodes of unequal speed (or given a lopsided --stage-layers): say which split evens them out.
+  auto advice = faster_split(job.model, job.stages, stage_busy(job.layout, busy));
+  if (advice) {
+    std::vector<std::string> counts;
+    for (std::size_t n : advice->layers_per_stage) counts.push_back(std::to_string(n));
+    std::fprintf(stderr, "cnet-run %s: stage %zu held the others back: at the speeds the stages showed, --stage-layers %s "
+                 "would even them out (about %.0f%% off its time)\n", o.name.c_str(), advice->slowest, common::join(counts, ",").c_str(),
+                 100 * advice->gain);
+  }
   nlohmann::json summary = {{"name", o.name}, {"ranks", me.size}, {"stages", job.layout.stages}, {"replicas", job.layout.replicas},
                             {"micro_batches", job.all.size()}, {"micro_batch_rows", o.micro_batch}, {"rows", job.input.rows},
                             {"rows_this_run", sink->rows_this_run()}, {"seconds", seconds}, {"rows_per_second", rate},
                             {"output", o.output}, {"busy_seconds", busy}};
+  if (advice) summary["suggested_stage_layers"] = advice->layers_per_stage;
   if (job.layout.replicas > 1) {
     if (per_replica.empty())  // the fixed split
       for (unsigned r = 0; r < job.layout.replicas; ++r) per_replica.push_back(share_of(todo, r, job.layout.replicas).size());

@@ -10,31 +10,58 @@
 namespace cnet::launcher {
 
 std::vector<StageRange> balance_stages(const ModelSpec& model, unsigned stages) {
-  std::size_t n = model.layers.size();
+  return balance_stages(model, std::vector<double>(stages, 1.0));
+}
+
+std::vector<StageRange> balance_stages(const ModelSpec& model, const std::vector<double>& speeds) {
+  const std::size_t n = model.layers.size(), stages = speeds.size();
   if (stages == 0 || stages > n)
     throw std::invalid_argument(std::to_string(stages) + " stages for a model of " + std::to_string(n) +
                                 " layers: use between 1 and " + std::to_string(n) + " stages");
+  for (double speed : speeds)
+    if (!(speed > 0)) throw std::invalid_argument("a stage's speed must be positive");
   std::vector<double> prefix(n + 1, 0);
   for (std::size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + model.layers[i].cost();
-  // best[k][i]: the lowest possible maximum stage cost splitting layers [0, i) into k stages.
+  // best[k][i]: the lowest possible time of the slowest stage splitting layers [0, i) into k stages.
   constexpr double inf = std::numeric_limits<double>::infinity();
   std::vector<std::vector<double>> best(stages + 1, std::vector<double>(n + 1, inf));
   std::vector<std::vector<std::size_t>> cut(stages + 1, std::vector<std::size_t>(n + 1, 0));
   best[0][0] = 0;
-  for (unsigned k = 1; k <= stages; ++k)
+  for (std::size_t k = 1; k <= stages; ++k)
     for (std::size_t i = k; i <= n; ++i)
       for (std::size_t j = k - 1; j < i; ++j) {
-        double c = std::max(best[k - 1][j], prefix[i] - prefix[j]);
+        double c = std::max(best[k - 1][j], (prefix[i] - prefix[j]) / speeds[k - 1]);
         if (c < best[k][i]) best[k][i] = c, cut[k][i] = j;
       }
   std::vector<StageRange> out(stages);
   std::size_t end = n;
-  for (unsigned k = stages; k > 0; --k) {
+  for (std::size_t k = stages; k > 0; --k) {
     std::size_t start = cut[k][end];
     out[k - 1] = {start, end, prefix[end] - prefix[start]};
     end = start;
   }
   return out;
+}
+
+std::optional<SplitAdvice> faster_split(const ModelSpec& model, const std::vector<StageRange>& current,
+                                        const std::vector<double>& busy_seconds, double min_gain, double min_seconds) {
+  if (current.size() < 2 || busy_seconds.size() != current.size()) return std::nullopt;
+  std::vector<double> speeds;
+  std::size_t slowest = 0;
+  for (std::size_t k = 0; k < current.size(); ++k) {
+    if (!(busy_seconds[k] > 0) || !(current[k].cost > 0)) return std::nullopt;  // a stage that did nothing shows no speed
+    speeds.push_back(current[k].cost / busy_seconds[k]);
+    if (busy_seconds[k] > busy_seconds[slowest]) slowest = k;
+  }
+  if (busy_seconds[slowest] < min_seconds) return std::nullopt;
+  auto better = balance_stages(model, speeds);
+  double predicted = 0;
+  for (std::size_t k = 0; k < better.size(); ++k) predicted = std::max(predicted, better[k].cost / speeds[k]);
+  const double gain = 1 - predicted / busy_seconds[slowest];
+  if (gain < min_gain) return std::nullopt;
+  SplitAdvice advice{{}, slowest, gain};
+  for (const auto& stage : better) advice.layers_per_stage.push_back(stage.last - stage.first);
+  return advice;
 }
 
 std::vector<StageRange> split_stages(const ModelSpec& model, const std::vector<std::size_t>& layers_per_stage, unsigned stages) {

@@ -23,6 +23,14 @@ out=$(run --local 2 --stage-layers 2,6 --output "$work/split.safetensors" --micr
 grep -q "stage 0: layers 0-1 " <<<"$out" && grep -q "stage 1: layers 2-7 " <<<"$out" || fail "--stage-layers 2,6 not followed: $out"
 cmp -s "$work/pipe.safetensors" "$work/split.safetensors" || fail "--stage-layers 2,6 output differs from the balanced split's"
 echo "--stage-layers 2,6 gives the same file"
+# A lopsided split: the run says which stage held the others back and a split that moves layers off it
+# (8 blocks, norm and head; stage 0 computes for more than the second the advice needs).
+"$CNET_BIN/cnet-run" make-model --output "$work/wide.safetensors" --layers 8 --hidden 256 2>/dev/null
+"$CNET_BIN/cnet-run" make-input --output "$work/wide-input.safetensors" --rows 8192 --model "$work/wide.safetensors" 2>/dev/null
+out=$("$CNET_BIN/cnet-run" --name t --model "$work/wide.safetensors" --input "$work/wide-input.safetensors" --local 2 --stage-layers 9,1 \
+  --output "$work/lopsided.safetensors" --micro-batch 64 2>&1) || fail "--stage-layers 9,1: $out"
+grep -Eq "stage 0 held the others back: .* --stage-layers [1-8],([2-9]|10) would even them out" <<<"$out" || fail "no advice for a lopsided split: $out"
+echo "a lopsided split is told: $(grep -o -- '--stage-layers [0-9,]*' <<<"$out" | tail -1)"
 # --trace: every rank's compute spans, one per micro-batch it computed, in one Chrome trace; a stage
 # starts a micro-batch only after the one before it finished it. The run says how busy each stage was.
 for args in "--local 2:pipe" "--local 3 --parallel-scheme data:data"; do

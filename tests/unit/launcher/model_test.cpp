@@ -195,6 +195,33 @@ TEST(Schedule, StagesOfGivenLayerCounts) {
   EXPECT_NE(message({6, 0}, 2).find("at least one layer"), std::string::npos) << message({6, 0}, 2);
 }
 
+TEST(Schedule, BalancesForUnequalSpeeds) {
+  ModelSpec m;
+  for (int i = 0; i < 6; ++i) {
+    LayerSpec l;
+    l.kind = LayerKind::linear, l.in = 10, l.out = 10;
+    m.layers.push_back(l);
+  }
+  auto st = balance_stages(m, std::vector<double>{2.0, 1.0});  // stage 0 twice as fast: 4 | 2
+  ASSERT_EQ(st.size(), 2u);
+  EXPECT_EQ(st[0].last, 4u);
+  EXPECT_THROW(balance_stages(m, std::vector<double>{1.0, 0.0}), std::invalid_argument);
+
+  // Split 3 | 3, stage 0 took twice as long: 2 | 4 evens them out, a third off the slowest stage's time.
+  auto even = balance_stages(m, 2);
+  auto advice = faster_split(m, even, {2.0, 1.0});
+  ASSERT_TRUE(advice);
+  EXPECT_EQ(advice->layers_per_stage, (std::vector<std::size_t>{2, 4}));
+  EXPECT_EQ(advice->slowest, 0u);
+  EXPECT_NEAR(advice->gain, 1.0 / 3, 1e-9);
+  // Within noise, a run too short to tell warm-up from speed, a stage that computed nothing, a single
+  // stage: no advice.
+  EXPECT_FALSE(faster_split(m, even, {1.0, 1.02}));
+  EXPECT_FALSE(faster_split(m, even, {0.2, 0.1}));
+  EXPECT_FALSE(faster_split(m, even, {1.0, 0.0}));
+  EXPECT_FALSE(faster_split(m, balance_stages(m, 1), {1.0}));
+}
+
 TEST(Schedule, ParsesStageLayerCounts) {
   EXPECT_EQ(parse_stage_layers("9,7"), (std::vector<std::size_t>{9, 7}));
   EXPECT_EQ(parse_stage_layers("12"), (std::vector<std::size_t>{12}));

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,22 @@ struct StageRange {
 // Contiguous stages minimising the most expensive one (exact, by dynamic programming over the layers'
 // cost()). Throws std::invalid_argument when there are more stages than layers.
 std::vector<StageRange> balance_stages(const ModelSpec& model, unsigned stages);
+// The same for stages of unequal speeds (cost a second, one per stage): the slowest stage's time
+// cost/speed is minimised instead.
+std::vector<StageRange> balance_stages(const ModelSpec& model, const std::vector<double>& speeds);
+
+// After a run, the split that would even out stages of the speeds they showed (each stage's cost over
+// the seconds it computed): given when it cuts the slowest stage's time by at least `min_gain` (a
+// share) and that stage computed for `min_seconds` or more, so that neither a machine's noise nor a
+// short run's warm-up is reported as advice.
+struct SplitAdvice {
+  std::vector<std::size_t> layers_per_stage;
+  std::size_t slowest = 0;  // the stage that computed longest
+  double gain = 0;          // the share of its time the split saves
+};
+std::optional<SplitAdvice> faster_split(const ModelSpec& model, const std::vector<StageRange>& current,
+                                        const std::vector<double>& busy_seconds, double min_gain = 0.05,
+                                        double min_seconds = 1.0);
 
 // Stages of the given layer counts, in order (--stage-layers: a split the user chose, e.g. more layers
 // on a faster node). Throws std::invalid_argument naming what does not fit: the count of stages against
