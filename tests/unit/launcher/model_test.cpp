@@ -168,13 +168,21 @@ TEST(Schedule, BalancesCostNotLayerCount) {
   EXPECT_THROW(balance_stages(m, 0), std::invalid_argument);
 }
 
-TEST(Schedule, StagesOfGivenLayerCounts) {
+namespace {
+// Six layers of equal cost, so a split's cost is its layer count.
+ModelSpec six_equal_layers() {
   ModelSpec m;
   for (int i = 0; i < 6; ++i) {
     LayerSpec l;
     l.kind = LayerKind::linear, l.in = 10, l.out = 10;
     m.layers.push_back(l);
   }
+  return m;
+}
+}  // namespace
+
+TEST(Schedule, StagesOfGivenLayerCounts) {
+  ModelSpec m = six_equal_layers();
   auto st = split_stages(m, {4, 2}, 2);
   ASSERT_EQ(st.size(), 2u);
   EXPECT_EQ(st[0].first, 0u);
@@ -196,12 +204,7 @@ TEST(Schedule, StagesOfGivenLayerCounts) {
 }
 
 TEST(Schedule, BalancesForUnequalSpeeds) {
-  ModelSpec m;
-  for (int i = 0; i < 6; ++i) {
-    LayerSpec l;
-    l.kind = LayerKind::linear, l.in = 10, l.out = 10;
-    m.layers.push_back(l);
-  }
+  ModelSpec m = six_equal_layers();
   auto st = balance_stages(m, std::vector<double>{2.0, 1.0});  // stage 0 twice as fast: 4 | 2
   ASSERT_EQ(st.size(), 2u);
   EXPECT_EQ(st[0].last, 4u);
