@@ -28,6 +28,17 @@ std::vector<std::string> split(std::string_view text, char separator) {
   return out;
 }
 
+std::vector<std::string> split_fields(std::string_view text, char separator) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t end = text.find(separator, start);
+    out.emplace_back(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) return out;
+    start = end + 1;
+  }
+}
+
 std::string trim(std::string_view text) {
   constexpr std::string_view space = " \t\r\n";
   std::size_t first = text.find_first_not_of(space);

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <string>
 
+#include "cnet/common/text.hpp"
+
 namespace cnet::launcher {
 
 std::uint64_t GpuBuffers::activation_bytes() const {
@@ -97,14 +99,10 @@ StageLinks plan_stage_links(const JobLayout& layout, const std::vector<RankDevic
 
 std::vector<bool> parse_stage_devices(const std::string& list) {
   std::vector<bool> out;
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    std::size_t end = std::min(list.find(',', start), list.size());
-    std::string word = list.substr(start, end - start);
+  for (const std::string& word : common::split_fields(list)) {
     if (word != "cpu" && word != "gpu")
       throw GpuPlanError("--stage-devices: '" + word + "' is neither cpu nor gpu (one per stage, in order, e.g. cpu,gpu)");
     out.push_back(word == "gpu");
-    start = end + 1;
   }
   return out;
 }

@@ -90,14 +90,10 @@ std::vector<StageRange> split_stages(const ModelSpec& model, const std::vector<s
 
 std::vector<std::size_t> parse_stage_layers(const std::string& list) {
   std::vector<std::size_t> out;
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    const std::size_t end = std::min(list.find(',', start), list.size());
-    const std::string word = list.substr(start, end - start);  // split() would drop an empty one
+  for (const std::string& word : common::split_fields(list)) {
     const auto count = common::parse_unsigned(word);
     if (!count) throw std::invalid_argument("--stage-layers: '" + word + "' is not a layer count (one per stage, in order, e.g. 9,7)");
     out.push_back(*count);
-    start = end + 1;
   }
   return out;
 }

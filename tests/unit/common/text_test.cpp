@@ -11,6 +11,9 @@ TEST(Text, JoinSplitTrim) {
   EXPECT_EQ(split("a,,b,"), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(split("x:y", ':'), (std::vector<std::string>{"x", "y"}));
   EXPECT_TRUE(split("").empty());
+  EXPECT_EQ(split_fields("a,,b,"), (std::vector<std::string>{"a", "", "b", ""}));
+  EXPECT_EQ(split_fields(""), (std::vector<std::string>{""}));
+  EXPECT_EQ(split_fields("x:y", ':'), (std::vector<std::string>{"x", "y"}));
   EXPECT_EQ(trim(" \t a b \r\n"), "a b");
   EXPECT_EQ(trim("   "), "");
   EXPECT_TRUE(equal_ignoring_case("TemplateName", "templatename"));

@@ -12,6 +12,8 @@ namespace cnet::common {
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 // "a,,b," -> {"a", "b"}: empty items are dropped.
 std::vector<std::string> split(std::string_view text, char separator = ',');
+// "a,,b," -> {"a", "", "b", ""}: every field, empty ones kept, for lists where an empty item is an error.
+std::vector<std::string> split_fields(std::string_view text, char separator = ',');
 std::string trim(std::string_view text);  // without leading/trailing spaces, tabs, CR and LF
 std::string to_lower(std::string_view text);
 bool equal_ignoring_case(std::string_view a, std::string_view b);
