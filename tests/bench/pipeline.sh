@@ -69,10 +69,9 @@ if summary["replicas"] == 1 and summary["stages"] > 1:
             t = max(t, done[j]) + (end - start)
             done[j] = t
     actual = max(end for _, _, end in spans[-1]) - min(start for _, start, _ in spans[0])
-    busy = sum(end - start for stage in spans for _, start, end in stage)
-    summary["bubble"] = 1 - busy / (len(spans) * actual)
-    per_stage = [sum(end - start for _, start, end in stage) for stage in spans]
-    summary["imbalance"] = max(per_stage) / min(per_stage) - 1
+    busy = [sum(end - start for _, start, end in stage) for stage in spans]
+    summary["bubble"] = 1 - sum(busy) / (len(spans) * actual)
+    summary["imbalance"] = max(busy) / min(busy) - 1
     summary["own_cost"] = {"actual_us": actual, "ideal_us": done[-1], "fraction": 1 - done[-1] / actual}
 print(json.dumps(summary))
 PY
