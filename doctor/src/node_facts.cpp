@@ -503,7 +503,7 @@ std::vector<std::string> compare_snapshot(const std::string& template_json, cons
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("the template is not JSON: ") + e.what());
   }
-  if (!want.is_object() || want.value("format", "") != "cnet.doctor.snapshot/1")
+  if (!want.is_object() || want["format"] != "cnet.doctor.snapshot/1")
     throw std::runtime_error("the template is not a cnet-doctor snapshot (make one with cnet-doctor snapshot)");
   json have = json::parse(snapshot_json(facts));
   json a = want.flatten(), b = have.flatten();

@@ -153,7 +153,7 @@ ModelSpec load_model(const SafetensorsFile& f) {
     l.kind = parse_kind(j["type"].get<std::string>(), where);
     where += " (" + layer_name(l.kind) + ")";
     if (j.contains("eps")) {
-      if (!j["eps"].is_number() || j["eps"].get<double>() <= 0) throw FormatError(where + ": eps must be a positive number");
+      if (!j["eps"].is_number() || !(j["eps"].get<double>() > 0 && j["eps"].get<double>() <= 1)) throw FormatError(where + ": eps must be a positive number no larger than 1");
       l.eps = j["eps"].get<float>();
     }
     switch (l.kind) {
@@ -186,6 +186,8 @@ ModelSpec load_model(const SafetensorsFile& f) {
         if (!l.fc2_bias.empty()) expect_shape(f, l.fc2_bias, {l.in}, where);
         if (l.weight.empty() != l.bias.empty()) throw FormatError(where + ": give both norm_weight and norm_bias, or neither");
         if (!l.weight.empty()) expect_shape(f, l.weight, {l.in}, where), expect_shape(f, l.bias, {l.in}, where);
+        if (j.contains("activation") && !j["activation"].is_string())
+          throw FormatError(where + ": activation must be gelu or relu, given as a string");
         std::string act = j.value("activation", "gelu");
         if (act != "gelu" && act != "relu") throw FormatError(where + ": activation must be gelu or relu, not '" + act + "'");
         l.activation = act == "gelu" ? LayerKind::gelu : LayerKind::relu;

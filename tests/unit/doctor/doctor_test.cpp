@@ -255,6 +255,7 @@ TEST(Doctor, SnapshotAndCompare) {
             (std::set<std::string>{"sysctl/net.core.rmem_max: template \"212992\", here \"4194304\"", "swap_kb: template 2097148, here 0"}));
   EXPECT_THROW(compare_snapshot("{}", good), std::runtime_error);
   EXPECT_THROW(compare_snapshot("not json", good), std::runtime_error);
+  EXPECT_THROW(compare_snapshot(R"({"format": 1})", good), std::runtime_error);  // not a JSON library error
 }
 
 TEST(Doctor, PrometheusVerdicts) {

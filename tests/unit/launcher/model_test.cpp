@@ -81,7 +81,7 @@ TEST_F(Model, ExampleFilesAreDeterministic) {
 TEST_F(Model, BadLayerListsNameTheLayerAndTensor) {
   // "z" is [65536, 0]: no bytes in the file, yet a layer 65536 wide from nothing (a 200-byte model
   // that made a 256 MiB output).
-  std::vector<TensorSpec> t = {{"w", {4, 3}}, {"b", {4}}, {"g", {4}}, {"z", {65536, 0}}};
+  std::vector<TensorSpec> t = {{"w", {4, 3}}, {"b", {4}}, {"g", {4}}, {"z", {65536, 0}}, {"w1", {8, 4}}, {"w2", {4, 8}}};
   struct Case {
     std::string layers, expect;
   };
@@ -99,6 +99,10 @@ TEST_F(Model, BadLayerListsNameTheLayerAndTensor) {
       {R"({"2":22222222222222222222222222e22222222})", "not valid JSON"},  // a number past double (found by fuzzing)
       {R"([{"type":"linear","weight":"w","eps":-1}])", "eps must be a positive number"},
       {R"([{"type":"linear","weight":"z"}])", "has a zero dimension"},
+      // A number where a name belongs escaped as a JSON library error (found by fuzzing).
+      {R"([{"type":"linear","weight":"w"},{"type":"residual_mlp","fc1_weight":"w1","fc2_weight":"w2","activation":1e-5}])",
+       "activation must be gelu or relu"},
+      {R"([{"type":"linear","weight":"w","eps":1e300}])", "eps must be a positive number"},  // past float
   };
   for (const auto& c : cases) {
     std::string e = load_error(write_model(path("m.safetensors"), t, c.layers));
