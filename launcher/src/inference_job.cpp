@@ -17,6 +17,7 @@
 #include "cnet/launcher/forward.hpp"
 #include "cnet/launcher/gpu_stage.hpp"
 #include "cnet/launcher/output_sink.hpp"
+#include "cnet/launcher/swing_stage.hpp"
 #include "cnet/transport/collectives.hpp"
 #include "cnet/transport/ucx_channel.hpp"
 
@@ -58,6 +59,8 @@ std::span<std::byte> bytes(std::vector<float>& v) { return std::as_writable_byte
 // Activations between stages and finished rows to the writer never share a tag.
 std::uint32_t activation_tag(std::uint32_t mb) { return 2 * mb; }
 std::uint32_t output_tag(std::uint32_t mb) { return 2 * mb + 1; }
+// A stage's report of what it measured (SwingReport) to the stage before it, one per micro-batch, in order.
+constexpr std::uint32_t kSwingReportTag = 0xfffffffcu;
 
 // --resume, or --resume=auto with a progress file from an earlier run.
 bool resuming(const InferenceOptions& o) {
@@ -176,6 +179,8 @@ struct Job {
   int gpu = -1;  // this rank's CUDA device, -1: the CPU
   NcclPairs nccl;  // before `forward`: a stage linked over them goes first
   std::unique_ptr<StageCompute> forward;
+  SwingStage* swing = nullptr;        // `forward`, where a cut beside this stage swings
+  std::vector<bool> swinging_cuts;    // per cut (after stage k): whether its layer goes to either stage
   ActivationPath to_next = ActivationPath::host;
   std::vector<MicroBatch> all;
 };
@@ -191,7 +196,16 @@ Job prepare_job(const InferenceOptions& o, const transport::Placement& me) {
   job.input = open_input(o.input, job.model.input_width());
   const unsigned stage = job.layout.stage_of(rank);
   if (stage_on_gpu(o.stage_devices, stage, job.layout.stages)) job.gpu = gpu_for_task(me.local_rank);
-  job.forward = open_stage(ComputeDevice{job.gpu >= 0, job.gpu}, *job.weights, job.model, stage, job.stages[stage], o.micro_batch);
+  const bool cpu_pipeline = o.swing_cuts && job.layout.stages > 1 && !any_gpu(o.stage_devices);
+  for (unsigned k = 0; k + 1 < job.layout.stages; ++k) job.swinging_cuts.push_back(cpu_pipeline && boundary_can_swing(job.model, job.stages, k));
+  const bool first_swings = stage > 0 && job.swinging_cuts[stage - 1], next_swings = stage + 1 < job.layout.stages && job.swinging_cuts[stage];
+  if (first_swings || next_swings) {
+    auto swing = std::make_unique<SwingStage>(*job.weights, job.model, job.stages, stage, first_swings, next_swings);
+    job.swing = swing.get();
+    job.forward = std::move(swing);
+  } else {
+    job.forward = open_stage(ComputeDevice{job.gpu >= 0, job.gpu}, *job.weights, job.model, stage, job.stages[stage], o.micro_batch);
+  }
   job.all = micro_batches(job.input.rows, o.micro_batch);
   return job;
 }
@@ -246,6 +260,10 @@ void print_banner(const InferenceOptions& o, const Job& job, const UcxChannel& c
     std::fprintf(stderr, "  stage %u: layers %zu-%zu (%.0f%% of the work) on %s%s\n", s, job.stages[s].first, job.stages[s].last - 1,
                  100 * job.stages[s].cost / total_cost, ch.hostname_of(job.layout.rank_of(0, s)).c_str(),
                  any_gpu(o.stage_devices) ? (stage_on_gpu(o.stage_devices, s, S) ? ", GPU" : ", CPU") : "");
+  for (unsigned k = 0; k < job.swinging_cuts.size(); ++k)
+    if (job.swinging_cuts[k])
+      std::fprintf(stderr, "  layer %zu: on stage %u or %u, whichever keeps the two even (--fixed-split: stage %u)\n", job.stages[k + 1].first, k,
+                   k + 1, k + 1);
   if (todo < job.all.size())
     std::fprintf(stderr, "cnet-run %s: resuming: %zu of %zu micro-batches already done, %zu to go\n", o.name.c_str(),
                  job.all.size() - todo, job.all.size(), todo);
@@ -404,8 +422,10 @@ std::vector<std::size_t> run_replicas_on_demand(UcxChannel& ch, const Job& job, 
 
 // This rank's share of the work: receive (or read) each micro-batch, run its stage, send it on (or to
 // the writer, or into the output). Receives are posted two ahead and sends double-buffered, so
-// transfers overlap the computing; transfers also progress between layers.
-void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& todo, OutputSink* sink, ComputeClock& busy) {
+// transfers overlap the computing; transfers also progress between layers. Returns, where the cut
+// after this stage swings, the share of micro-batches whose layer at the cut this stage computed
+// (else -1).
+double run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& todo, OutputSink* sink, ComputeClock& busy) {
   struct Slot {
     std::vector<float> rows;
     std::unique_ptr<UcxChannel::Request> request;
@@ -419,9 +439,32 @@ void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& to
   const bool receive_here = stage > 0 && !job.forward->input_arrives_directly();
   const bool send_here = stage + 1 < S && !job.forward->output_leaves_directly();
   std::array<Slot, 2> inbox, outbox;
+  // At a swinging cut each activation ends in one more float: 1 where the sender computed the layer
+  // at the cut. The receiver reports back what it measured; the sender decides from both.
+  const bool first_swings = job.swing && job.swing->first_swings(), next_swings = job.swing && job.swing->next_swings();
+  BoundarySwing cut;
+  SwingReport report_in;
+  std::unique_ptr<UcxChannel::Request> report_request;
+  std::size_t reports_taken = 0;
+  auto take_reports = [&](bool all) {
+    while (reports_taken < mine.size()) {
+      if (!report_request) report_request = ch.recv(rank + 1, kSwingReportTag, std::as_writable_bytes(std::span(&report_in, 1)));
+      if (all) ch.wait(*report_request);
+      else if (!ch.test(*report_request)) return;
+      report_request.reset();
+      ++reports_taken;
+      cut.downstream_measured(report_in, mine[reports_taken - 1].rows);
+    }
+  };
+  std::list<std::pair<SwingReport, std::unique_ptr<UcxChannel::Request>>> reports_out;
+  auto report = [&](const SwingReport& r) {
+    while (!reports_out.empty() && ch.test(*reports_out.front().second)) reports_out.pop_front();
+    auto& [copy, request] = reports_out.emplace_back(r, nullptr);
+    request = ch.send(rank - 1, kSwingReportTag, std::as_bytes(std::span(&copy, 1)));
+  };
   auto post_receive = [&](std::size_t j) {
     Slot& slot = inbox[j % 2];
-    slot.rows.resize(mine[j].rows * in_width);
+    slot.rows.resize(mine[j].rows * in_width + (first_swings ? 1 : 0));
     slot.request = ch.recv(rank - 1, activation_tag(mine[j].index), bytes(slot.rows));
   };
   auto send = [&](std::size_t j, std::uint32_t peer, std::uint32_t tag, std::vector<float>& rows) {
@@ -464,7 +507,10 @@ void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& to
   if (sink && R > 1) post_others(2);
   if (sink) sink->start();
   std::vector<float> result;
-  auto let_transfers_progress = [&] { ch.progress(); };
+  auto let_transfers_progress = [&] {
+    ch.progress();
+    if (next_swings) take_reports(false);
+  };
   for (std::size_t j = 0; j < mine.size(); ++j) {
     const MicroBatch& mb = mine[j];
     std::span<const float> x;
@@ -472,10 +518,22 @@ void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& to
       x = job.input.data.subspan(mb.first_row * in_width, mb.rows * in_width);
     } else if (receive_here) {
       ch.wait(*inbox[j % 2].request);
-      x = inbox[j % 2].rows;
+      x = std::span<const float>(inbox[j % 2].rows).first(mb.rows * in_width);
     }
     job.forward->expect_next(j + 1 < mine.size() ? mine[j + 1].rows : 0);
-    busy.time(mb.index, static_cast<std::uint32_t>(mb.rows), [&] { job.forward->forward(x, mb.rows, result, let_transfers_progress); });
+    if (job.swing) {
+      const bool first_done = first_swings && inbox[j % 2].rows.back() != 0, take_next = next_swings && cut.take_next(mb.rows);
+      SwingStage::Timing t;
+      busy.time(mb.index, static_cast<std::uint32_t>(mb.rows),
+                [&] { t = job.swing->forward(x, mb.rows, first_done, take_next, result, let_transfers_progress); });
+      if (first_swings) report(t.in_side);
+      if (next_swings) {
+        cut.upstream_measured(t.out_side, mb.rows);
+        result.push_back(take_next ? 1.0f : 0.0f);
+      }
+    } else {
+      busy.time(mb.index, static_cast<std::uint32_t>(mb.rows), [&] { job.forward->forward(x, mb.rows, result, let_transfers_progress); });
+    }
     if (receive_here && j + 2 < mine.size()) post_receive(j + 2);  // forward() has copied its input
     if (stage + 1 < S) {
       if (send_here) send(j, rank + 1, activation_tag(mb.index), result);
@@ -495,16 +553,36 @@ void run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& to
   else job.forward->finish(let_transfers_progress);
   for (auto& slot : outbox)
     if (slot.request) ch.wait(*slot.request);
+  if (next_swings) take_reports(true);
+  for (auto& [r, request] : reports_out) ch.wait(*request);
+  return next_swings ? static_cast<double>(cut.taken()) / std::max<std::size_t>(cut.decided(), 1) : -1;
 }
 
-// Every rank's computing time, in rank order. Also the run's last synchronisation: a sender whose last
-// messages left its buffers may not exit before they are received (a peer that is gone fails every
-// receive from it, delivered or not), and no rank gets past this before every rank has reached it.
-std::vector<double> gather_busy(UcxChannel& ch, const ComputeClock& busy) {
-  std::vector<double> all(ch.size());
-  const double mine = busy.seconds();
+// What each rank did, in rank order: its computing time, and where the cut after it swings, the share
+// of micro-batches whose layer at the cut it computed (else -1). Also the run's last synchronisation: a
+// sender whose last messages left its buffers may not exit before they are received (a peer that is
+// gone fails every receive from it, delivered or not), and no rank gets past this before every rank
+// has reached it.
+struct RankSummary {
+  double busy_seconds = 0, took_cut_layer = -1;
+};
+std::vector<RankSummary> gather_summaries(UcxChannel& ch, const ComputeClock& busy, double took_cut_layer) {
+  std::vector<RankSummary> all(ch.size());
+  const RankSummary mine{busy.seconds(), took_cut_layer};
   transport::Collectives(ch).allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all)));
   return all;
+}
+
+// Per swinging cut, the share of micro-batches whose layer there the stage before it computed, averaged
+// over the replicas; -1 where the cut does not swing.
+std::vector<double> cut_shares(const JobLayout& layout, const std::vector<RankSummary>& ranks) {
+  std::vector<double> out(layout.stages - 1, 0.0);
+  for (std::uint32_t r = 0; r < ranks.size(); ++r) {
+    const unsigned stage = layout.stage_of(r);
+    if (stage + 1 == layout.stages) continue;
+    out[stage] = ranks[r].took_cut_layer < 0 ? -1 : out[stage] + ranks[r].took_cut_layer / layout.replicas;
+  }
+  return out;
 }
 
 // "stage 0 88%, stage 1 97%": each rank's share of the run spent computing.
@@ -520,6 +598,19 @@ std::string busy_line(const JobLayout& layout, const std::vector<double>& busy, 
     parts.push_back(common::join(who, " "));
   }
   return common::join(parts, ", ");
+}
+
+// The stages with the cost each computed: a layer at a swinging cut counts for the stage before it in
+// the share of micro-batches it computed it there.
+std::vector<StageRange> stages_as_run(const Job& job, const std::vector<double>& shares) {
+  std::vector<StageRange> out = job.stages;
+  for (std::size_t k = 0; k < shares.size(); ++k) {
+    if (shares[k] <= 0) continue;
+    const double moved = shares[k] * job.model.layers[job.stages[k + 1].first].cost();
+    out[k].cost += moved;
+    out[k + 1].cost -= moved;
+  }
+  return out;
 }
 
 // Each stage's computing seconds, averaged over the replicas (rank order is replica x stage).
@@ -625,11 +716,12 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
   if (me.rank == 0) print_banner(o, job, *channel, todo.size());
   std::vector<std::size_t> per_replica;  // at the writer: micro-batches each replica computed
   ComputeClock mine;
-  std::vector<double> busy;  // every rank's seconds computing
+  std::vector<RankSummary> ranks;
   try {
+    double took_cut_layer = -1;
     if (job.layout.stages == 1 && job.layout.replicas > 1) per_replica = run_replicas_on_demand(*channel, job, todo, sink.get(), mine);
-    else run_stage(*channel, job, todo, sink.get(), mine);
-    busy = gather_busy(*channel, mine);
+    else took_cut_layer = run_stage(*channel, job, todo, sink.get(), mine);
+    ranks = gather_summaries(*channel, mine, took_cut_layer);
   } catch (const transport::PeerFailure& e) {
     return fail(kStageFailure, describe(e.rank()) + " failed: " + e.what() + "; the job stops (rerun with --resume to finish)");
   } catch (const std::exception& e) {
@@ -652,10 +744,17 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
   double rate = static_cast<double>(sink->rows_this_run()) / std::max(seconds, 1e-9);
   std::fprintf(stderr, "cnet-run %s: done: %zu rows in %.2f s (%.0f rows/s) -> %s\n", o.name.c_str(), sink->rows_this_run(), seconds, rate,
                o.output.c_str());
+  std::vector<double> busy;  // every rank's seconds computing
+  for (const auto& r : ranks) busy.push_back(r.busy_seconds);
   if (busy.size() > 1)  // where a stage is short of 100%, it waited: a slower stage, transfers, the output
     std::fprintf(stderr, "cnet-run %s: computing: %s of the run\n", o.name.c_str(), busy_line(job.layout, busy, seconds).c_str());
+  const auto shares = cut_shares(job.layout, ranks);
+  for (std::size_t k = 0; k < shares.size(); ++k)
+    if (shares[k] >= 0)
+      std::fprintf(stderr, "cnet-run %s: layer %zu (the cut of stages %zu and %zu): stage %zu computed it for %.0f%% of the micro-batches\n",
+                   o.name.c_str(), job.stages[k + 1].first, k, k + 1, k, 100 * shares[k]);
   // Stages on nodes of unequal speed (or given a lopsided --stage-layers): say which split evens them out.
-  auto advice = faster_split(job.model, job.stages, stage_busy(job.layout, busy));
+  auto advice = faster_split(job.model, stages_as_run(job, shares), stage_busy(job.layout, busy));
   if (advice) {
     std::vector<std::string> counts;
     for (std::size_t n : advice->layers_per_stage) counts.push_back(std::to_string(n));
@@ -668,6 +767,7 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
                             {"rows_this_run", sink->rows_this_run()}, {"seconds", seconds}, {"rows_per_second", rate},
                             {"output", o.output}, {"busy_seconds", busy}};
   if (advice) summary["suggested_stage_layers"] = advice->layers_per_stage;
+  if (job.layout.stages > 1) summary["cut_layer_upstream_share"] = shares;
   if (job.layout.replicas > 1) {
     if (per_replica.empty())  // the fixed split
       for (unsigned r = 0; r < job.layout.replicas; ++r) per_replica.push_back(share_of(todo, r, job.layout.replicas).size());

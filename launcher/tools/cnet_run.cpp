@@ -107,6 +107,7 @@ int main(int argc, char** argv) {
       ("parallel-scheme", po::value(&scheme)->default_value(scheme), "pipeline, data or hybrid (pipeline groups x replicas)")
       ("num-stages", po::value(&o.num_stages)->default_value(0), "pipeline stages (default: every rank is one)")
       ("stage-layers", po::value(&stage_layers), "layers per stage, in order (e.g. 10,6: more on a faster node); default: split by estimated cost")
+      ("fixed-split", "keep every layer on its planned stage; by default the layer at each cut between CPU stages goes to whichever of the two keeps them even")
       ("micro-batch", po::value(&o.micro_batch)->default_value(o.micro_batch), "rows per micro-batch")
       ("threads", po::value(&o.blas_threads)->default_value(o.blas_threads), "BLAS threads per rank")
       ("gpu-per-stage", po::value(&gpus_per_stage)->default_value(0), "1: each stage computes on its task's GPU (cuBLAS; the GPU Slurm bound to the task, else the node-local rank's of those visible); 0: on the CPU")
@@ -164,6 +165,7 @@ int main(int argc, char** argv) {
     }
     o.verify = vm.count("verify") > 0;
     o.json = vm.count("json") > 0;
+    o.swing_cuts = vm.count("fixed-split") == 0;
     o.detect_peer_failure = peer_failure == "on";
     o.timeout = std::chrono::seconds(timeout_s);
   } catch (const po::error& e) {

@@ -21,6 +21,9 @@ struct InferenceOptions {
   Scheme scheme = Scheme::pipeline;
   unsigned num_stages = 0;  // 0: as the scheme implies
   std::vector<std::size_t> stage_layers;  // layers per stage, in order; empty: balanced by estimated cost
+  // Where two CPU stages meet, the layer at the cut goes to whichever keeps them even, micro-batch by
+  // micro-batch (boundary_swing.hpp); false (--fixed-split): every layer stays on its planned stage.
+  bool swing_cuts = true;
   std::size_t micro_batch = 8;
   int blas_threads = 1;
   // Where stages compute (gpu_plan.hpp's stage_on_gpu): empty: every stage on the CPU; one entry: every
