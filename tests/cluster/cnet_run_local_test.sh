@@ -38,7 +38,7 @@ for split in 2,6:most 5,3:few; do
 done
 out=$(run --local 2 --fixed-split --output "$work/fixed.safetensors" --micro-batch 16 --json 2>"$work/fixed.log") || fail "--fixed-split: $(cat "$work/fixed.log")"
 ! grep -q "whichever keeps the two even" "$work/fixed.log" || fail "--fixed-split still swings: $(cat "$work/fixed.log")"
-[[ $(/usr/bin/python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["cut_layer_upstream_share"][0])' <<<"$out") == -1 ]] ||
+[[ $(/usr/bin/python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["cut_layer_upstream_share"][0])' <<<"$out") == -1.0 ]] ||
   fail "--fixed-split: a share of the cut's layer was computed upstream: $out"
 # --stage-layers: a split the user chose (the 8 layers: 6 blocks, norm, head) instead of the balanced one.
 out=$(run --local 2 --stage-layers 2,6 --output "$work/split.safetensors" --micro-batch 16 --verify 2>&1) || fail "--stage-layers 2,6: $out"
