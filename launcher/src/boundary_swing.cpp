@@ -33,6 +33,7 @@ void BoundarySwing::upstream_measured(const SwingReport& r, std::size_t rows) {
 }
 
 void BoundarySwing::downstream_measured(const SwingReport& r, std::size_t rows) {
+  last_slack_ = r.slack;
   if (!unreported_.empty()) unreported_.pop_front();
   if (const double s = seconds_of(r, rows); s > 0) down_total_ += s, down_.add(r);
 }
@@ -57,7 +58,9 @@ bool BoundarySwing::take_next(std::size_t rows) {
   const double r = static_cast<double>(rows);
   const double if_taken = std::fabs(up_total_ + r * (*uo + *su) - (down + r * *dro));
   const double if_left = std::fabs(up_total_ + r * *uo - (down + r * (*dro + *sd)));
-  return take(if_taken < if_left);
+  // Only while the downstream stage's input waits for it at least half as long as the layer takes here:
+  // in lockstep, the layer taken here only delays the micro-batch there by as much as it saves it.
+  return take(if_taken < if_left && last_slack_ >= 0.5 * r * *su);
 }
 
 bool boundary_can_swing(const ModelSpec& model, const std::vector<StageRange>& stages, std::size_t upstream) {

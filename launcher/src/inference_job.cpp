@@ -507,17 +507,26 @@ double run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& 
   if (sink && R > 1) post_others(2);
   if (sink) sink->start();
   std::vector<float> result;
+  std::size_t j = 0;
+  // Behind a swinging cut: when the next micro-batch's input was first seen here (between layers), so
+  // the report says how long it had been waiting (the stage before may take on work for that long).
+  std::optional<Clock::time_point> next_seen;
   auto let_transfers_progress = [&] {
     ch.progress();
     if (next_swings) take_reports(false);
+    if (first_swings && !next_seen && j + 1 < mine.size() && ch.test(*inbox[(j + 1) % 2].request)) next_seen = Clock::now();
   };
-  for (std::size_t j = 0; j < mine.size(); ++j) {
+  for (; j < mine.size(); ++j) {
     const MicroBatch& mb = mine[j];
     std::span<const float> x;
+    double slack = 0;  // how long its input waited here for this stage (< 0: this stage waited for it)
     if (stage == 0) {
       x = job.input.data.subspan(mb.first_row * in_width, mb.rows * in_width);
     } else if (receive_here) {
+      const auto waiting = Clock::now();
       ch.wait(*inbox[j % 2].request);
+      slack = next_seen ? std::chrono::duration<double>(waiting - *next_seen).count() : -seconds_since(waiting);
+      next_seen.reset();
       x = std::span<const float>(inbox[j % 2].rows).first(mb.rows * in_width);
     }
     job.forward->expect_next(j + 1 < mine.size() ? mine[j + 1].rows : 0);
@@ -526,7 +535,10 @@ double run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& 
       SwingStage::Timing t;
       busy.time(mb.index, static_cast<std::uint32_t>(mb.rows),
                 [&] { t = job.swing->forward(x, mb.rows, first_done, take_next, result, let_transfers_progress); });
-      if (first_swings) report(t.in_side);
+      if (first_swings) {
+        t.in_side.slack = slack;
+        report(t.in_side);
+      }
       if (next_swings) {
         cut.upstream_measured(t.out_side, mb.rows);
         result.push_back(take_next ? 1.0f : 0.0f);

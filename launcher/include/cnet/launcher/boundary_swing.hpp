@@ -21,6 +21,9 @@ namespace cnet::launcher {
 struct SwingReport {
   double own_per_row = 0;
   double swing_per_row = -1;  // < 0: the other stage computed the swing layer
+  // How long this micro-batch's input had been there when the stage began it, as far as it saw
+  // (between its layers); < 0: how long the stage waited for it.
+  double slack = 0;
 };
 
 class BoundarySwing {
@@ -59,6 +62,7 @@ class BoundarySwing {
   };
   Side up_, down_;
   double up_total_ = 0, down_total_ = 0;  // seconds computed, the downstream's as reported
+  double last_slack_ = 0;                 // the downstream's latest report's
   struct Pending {
     std::size_t rows;
     bool taken;
