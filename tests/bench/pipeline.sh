@@ -49,9 +49,10 @@ measure() {  # measure RANKS SCHEME MICRO_BATCHES -> JSON summary
 # in one run here); what is left is the pipeline's doing: transfers not overlapped, the output, the
 # progress path. A bubble past the theory with no own cost is the stages' imbalance, also printed: how
 # much longer the slowest stage computed than the fastest, the fastest waiting that long on it. Here the
-# two stages are equal work, but the two vCPUs are not equally fast: stage 1 computed 0.7-4% longer than
-# stage 0 run after run, yet from 2% less to 0.2% more with each stage pinned to the other CPU. At 32
-# micro-batches, where the theory is 3% and 1.2x of it leaves 0.6%, that alone decides the target here.
+# two stages are equal work, but the two vCPUs are not equally fast: with --fixed-split stage 1 computed
+# 0.7-4% longer than stage 0 run after run (from 2% less to 0.2% more with each stage pinned to the other
+# CPU), which at 32 micro-batches, where the theory is 3% and 1.2x of it leaves 0.6%, alone missed the
+# target. By default the layer at the cut swings to whichever stage keeps the two even (0-0.8% apart).
 with_trace_measures() {  # with_trace_measures SUMMARY_JSON TRACE_JSON -> the summary with "bubble" and "own_cost"
   /usr/bin/python3 - "$@" <<'PY'
 import json, sys
