@@ -17,6 +17,7 @@
 #include "cnet/launcher/forward.hpp"
 #include "cnet/launcher/gpu_stage.hpp"
 #include "cnet/launcher/output_sink.hpp"
+#include "cnet/launcher/swing_reports.hpp"
 #include "cnet/launcher/swing_stage.hpp"
 #include "cnet/transport/collectives.hpp"
 #include "cnet/transport/ucx_channel.hpp"
@@ -59,8 +60,6 @@ std::span<std::byte> bytes(std::vector<float>& v) { return std::as_writable_byte
 // Activations between stages and finished rows to the writer never share a tag.
 std::uint32_t activation_tag(std::uint32_t mb) { return 2 * mb; }
 std::uint32_t output_tag(std::uint32_t mb) { return 2 * mb + 1; }
-// A stage's report of what it measured (SwingReport) to the stage before it, one per micro-batch, in order.
-constexpr std::uint32_t kSwingReportTag = 0xfffffffcu;
 
 // --resume, or --resume=auto with a progress file from an earlier run.
 bool resuming(const InferenceOptions& o) {
@@ -443,25 +442,8 @@ double run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& 
   // at the cut. The receiver reports back what it measured; the sender decides from both.
   const bool first_swings = job.swing && job.swing->first_swings(), next_swings = job.swing && job.swing->next_swings();
   BoundarySwing cut;
-  SwingReport report_in;
-  std::unique_ptr<UcxChannel::Request> report_request;
-  std::size_t reports_taken = 0;
-  auto take_reports = [&](bool all) {
-    while (reports_taken < mine.size()) {
-      if (!report_request) report_request = ch.recv(rank + 1, kSwingReportTag, std::as_writable_bytes(std::span(&report_in, 1)));
-      if (all) ch.wait(*report_request);
-      else if (!ch.test(*report_request)) return;
-      report_request.reset();
-      ++reports_taken;
-      cut.downstream_measured(report_in, mine[reports_taken - 1].rows);
-    }
-  };
-  std::list<std::pair<SwingReport, std::unique_ptr<UcxChannel::Request>>> reports_out;
-  auto report = [&](const SwingReport& r) {
-    while (!reports_out.empty() && ch.test(*reports_out.front().second)) reports_out.pop_front();
-    auto& [copy, request] = reports_out.emplace_back(r, nullptr);
-    request = ch.send(rank - 1, kSwingReportTag, std::as_bytes(std::span(&copy, 1)));
-  };
+  SwingReportsIn reports_in(ch, rank + 1, mine, cut);
+  SwingReportsOut reports_out(ch, rank - 1);
   auto post_receive = [&](std::size_t j) {
     Slot& slot = inbox[j % 2];
     slot.rows.resize(mine[j].rows * in_width + (first_swings ? 1 : 0));
@@ -513,7 +495,7 @@ double run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& 
   std::optional<Clock::time_point> next_seen;
   auto let_transfers_progress = [&] {
     ch.progress();
-    if (next_swings) take_reports(false);
+    if (next_swings) reports_in.take_arrived();
     if (first_swings && !next_seen && j + 1 < mine.size() && ch.test(*inbox[(j + 1) % 2].request)) next_seen = Clock::now();
   };
   for (; j < mine.size(); ++j) {
@@ -537,7 +519,7 @@ double run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& 
                 [&] { t = job.swing->forward(x, mb.rows, first_done, take_next, result, let_transfers_progress); });
       if (first_swings) {
         t.in_side.slack = slack;
-        report(t.in_side);
+        reports_out.send(t.in_side);
       }
       if (next_swings) {
         cut.upstream_measured(t.out_side, mb.rows);
@@ -565,8 +547,8 @@ double run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& 
   else job.forward->finish(let_transfers_progress);
   for (auto& slot : outbox)
     if (slot.request) ch.wait(*slot.request);
-  if (next_swings) take_reports(true);
-  for (auto& [r, request] : reports_out) ch.wait(*request);
+  if (next_swings) reports_in.take_all();
+  reports_out.wait_all();
   return next_swings ? static_cast<double>(cut.taken()) / std::max<std::size_t>(cut.decided(), 1) : -1;
 }
 
