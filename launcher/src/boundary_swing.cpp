@@ -5,6 +5,22 @@
 
 namespace cnet::launcher {
 
+std::vector<CutSwing> plan_cut_swings(const ModelSpec& model, const std::vector<StageRange>& stages) {
+  std::vector<CutSwing> cuts;
+  auto keeps_width = [&](std::size_t layer) { return model.layers.at(layer).in == model.layers.at(layer).out; };
+  for (std::size_t k = 0; k + 1 < stages.size(); ++k) {
+    const StageRange &up = stages[k], &down = stages[k + 1];
+    CutSwing c;
+    // The upstream's layers that never move: all but its first, where the cut before it may take that,
+    // and its last, where this cut gives it.
+    const std::size_t up_fixed = up.last - up.first - (k > 0 && cuts[k - 1].take ? 1 : 0);
+    c.give = up_fixed >= 2 && keeps_width(up.last - 1);
+    c.take = down.last - down.first >= 2 && keeps_width(down.first);
+    cuts.push_back(c);
+  }
+  return cuts;
+}
+
 void BoundarySwing::Recent::add(double x) { last_[count_++ % last_.size()] = x; }
 
 std::optional<double> BoundarySwing::Recent::median() const {
@@ -17,14 +33,15 @@ std::optional<double> BoundarySwing::Recent::median() const {
 
 void BoundarySwing::Side::add(const SwingReport& r) {
   own.add(r.own_per_row);
-  if (r.swing_per_row >= 0) swing.add(r.swing_per_row);
+  if (r.last_per_row >= 0) last.add(r.last_per_row);
+  if (r.first_per_row >= 0) first.add(r.first_per_row);
 }
 
 namespace {
 // Seconds one micro-batch took as reported; 0 for a report that measured nothing (NaN, negative).
 double seconds_of(const SwingReport& r, std::size_t rows) {
-  if (!(r.own_per_row >= 0) || std::isnan(r.swing_per_row)) return 0;
-  return static_cast<double>(rows) * (r.own_per_row + std::max(r.swing_per_row, 0.0));
+  if (!(r.own_per_row >= 0) || std::isnan(r.last_per_row) || std::isnan(r.first_per_row)) return 0;
+  return static_cast<double>(rows) * (r.own_per_row + std::max(r.last_per_row, 0.0) + std::max(r.first_per_row, 0.0));
 }
 }  // namespace
 
@@ -33,42 +50,40 @@ void BoundarySwing::upstream_measured(const SwingReport& r, std::size_t rows) {
 }
 
 void BoundarySwing::downstream_measured(const SwingReport& r, std::size_t rows) {
-  last_slack_ = r.slack;
   if (!unreported_.empty()) unreported_.pop_front();
+  last_slack_ = r.slack;
   if (const double s = seconds_of(r, rows); s > 0) down_total_ += s, down_.add(r);
 }
 
-bool BoundarySwing::take_next(std::size_t rows) {
+CutMove BoundarySwing::next(std::size_t rows) {
   ++decided_;
-  auto take = [&](bool t) {
-    unreported_.push_back({rows, t});
-    taken_ += t;
-    return t;
+  auto decide = [&](CutMove m) {
+    unreported_.push_back({rows, m});
+    taken_ += m == CutMove::take;
+    given_ += m == CutMove::give;
+    return m;
   };
-  const auto uo = up_.own.median(), dro = down_.own.median();
-  if (!uo || !dro) return take(false);
-  // The swing layer's cost on each side; where only one side has computed it, the other side's, scaled
-  // by their speeds on their own layers (the layer is the same, the CPUs differ).
-  auto su = up_.swing.median(), sd = down_.swing.median();
-  if (!su && !sd) return take(false);
-  if (!su) su = *sd * (*uo / std::max(*dro, 1e-30));
-  if (!sd) sd = *su * (*dro / std::max(*uo, 1e-30));
+  const auto uo = up_.own.median(), dn = down_.own.median();
+  if (!uo || !dn) return decide(CutMove::keep);
+  // A layer's cost on the side that has not computed it yet: the other side's, until it has (the stages'
+  // own layers tell little of their CPUs' speeds: they are different layers, in different numbers).
+  auto cost = [](const Recent& mine, const Recent& theirs) { return mine.median() ? mine.median() : theirs.median(); };
+  const auto up_last = cost(up_.last, down_.last), down_last = cost(down_.last, up_.last);
+  const auto up_first = cost(up_.first, down_.first), down_first = cost(down_.first, up_.first);
+  // Each side's seconds per row for a move: the upstream computes its last layer unless it gives it,
+  // and the downstream's first only if it takes it.
+  auto up_per_row = [&](CutMove m) { return *uo + (m != CutMove::give ? up_last.value_or(0) : 0) + (m == CutMove::take ? *up_first : 0); };
+  auto down_per_row = [&](CutMove m) {
+    return *dn + (m == CutMove::give ? *down_last : 0) + (m != CutMove::take ? down_first.value_or(0) : 0);
+  };
   double down = down_total_;
-  for (const Pending& p : unreported_) down += static_cast<double>(p.rows) * (*dro + (p.taken ? 0 : *sd));
+  for (const Pending& p : unreported_) down += static_cast<double>(p.rows) * down_per_row(p.move);
   const double r = static_cast<double>(rows);
-  const double if_taken = std::fabs(up_total_ + r * (*uo + *su) - (down + r * *dro));
-  const double if_left = std::fabs(up_total_ + r * *uo - (down + r * (*dro + *sd)));
-  // Only while the downstream stage's input waits for it at least half as long as the layer takes here:
-  // in lockstep, the layer taken here only delays the micro-batch there by as much as it saves it.
-  return take(if_taken < if_left && last_slack_ >= 0.5 * r * *su);
-}
-
-bool boundary_can_swing(const ModelSpec& model, const std::vector<StageRange>& stages, std::size_t upstream) {
-  if (upstream + 1 >= stages.size()) return false;
-  const StageRange& down = stages[upstream + 1];
-  if (down.last - down.first < 2) return false;
-  const LayerSpec& layer = model.layers.at(down.first);
-  return layer.in == layer.out;
+  auto gap = [&](CutMove m) { return std::fabs(up_total_ + r * up_per_row(m) - (down + r * down_per_row(m))); };
+  CutMove best = CutMove::keep;
+  if (may_.take && up_first && down_first && last_slack_ >= 0.5 * r * *up_first && gap(CutMove::take) < gap(best)) best = CutMove::take;
+  if (may_.give && up_last && down_last && gap(CutMove::give) < gap(best)) best = CutMove::give;
+  return decide(best);
 }
 
 }  // namespace cnet::launcher

@@ -179,7 +179,7 @@ struct Job {
   NcclPairs nccl;  // before `forward`: a stage linked over them goes first
   std::unique_ptr<StageCompute> forward;
   SwingStage* swing = nullptr;        // `forward`, where a cut beside this stage swings
-  std::vector<bool> swinging_cuts;    // per cut (after stage k): whether its layer goes to either stage
+  std::vector<CutSwing> cuts;          // per cut (after stage k): which ways its layers may move
   ActivationPath to_next = ActivationPath::host;
   std::vector<MicroBatch> all;
 };
@@ -196,10 +196,10 @@ Job prepare_job(const InferenceOptions& o, const transport::Placement& me) {
   const unsigned stage = job.layout.stage_of(rank);
   if (stage_on_gpu(o.stage_devices, stage, job.layout.stages)) job.gpu = gpu_for_task(me.local_rank);
   const bool cpu_pipeline = o.swing_cuts && job.layout.stages > 1 && !any_gpu(o.stage_devices);
-  for (unsigned k = 0; k + 1 < job.layout.stages; ++k) job.swinging_cuts.push_back(cpu_pipeline && boundary_can_swing(job.model, job.stages, k));
-  const bool first_swings = stage > 0 && job.swinging_cuts[stage - 1], next_swings = stage + 1 < job.layout.stages && job.swinging_cuts[stage];
-  if (first_swings || next_swings) {
-    auto swing = std::make_unique<SwingStage>(*job.weights, job.model, job.stages, stage, first_swings, next_swings);
+  job.cuts = cpu_pipeline ? plan_cut_swings(job.model, job.stages) : std::vector<CutSwing>(job.layout.stages - 1);
+  const CutSwing before = stage > 0 ? job.cuts[stage - 1] : CutSwing{}, after = stage + 1 < job.layout.stages ? job.cuts[stage] : CutSwing{};
+  if (before.any() || after.any()) {
+    auto swing = std::make_unique<SwingStage>(*job.weights, job.model, job.stages, stage, before, after);
     job.swing = swing.get();
     job.forward = std::move(swing);
   } else {
@@ -243,6 +243,18 @@ void link_gpu_stages(transport::Bootstrap& boot, Job& job, std::chrono::millisec
   gpu->link(job.nccl.from_prev.get(), job.nccl.to_next.get());
 }
 
+// "layers 7-8: on stage 0 or 1, whichever keeps the two even (--fixed-split: 7 on stage 0, 8 on stage 1)"
+std::string describe_cut(const Job& job, unsigned k) {
+  const CutSwing& c = job.cuts[k];
+  const std::size_t last = job.stages[k].last - 1, first = job.stages[k + 1].first;
+  const std::string up = std::to_string(k), down = std::to_string(k + 1);
+  std::string layers = c.give && c.take ? "layers " + std::to_string(last) + "-" + std::to_string(first)
+                                        : "layer " + std::to_string(c.give ? last : first);
+  std::string fixed = c.give && c.take ? std::to_string(last) + " on stage " + up + ", " + std::to_string(first) + " on stage " + down
+                                       : "stage " + (c.give ? up : down);
+  return layers + ": on stage " + up + " or " + down + ", whichever keeps the two even (--fixed-split: " + fixed + ")";
+}
+
 void print_banner(const InferenceOptions& o, const Job& job, const UcxChannel& ch, std::size_t todo) {
   std::set<std::string> hosts;
   for (std::uint32_t r = 0; r < ch.size(); ++r) hosts.insert(ch.hostname_of(r));
@@ -259,10 +271,8 @@ void print_banner(const InferenceOptions& o, const Job& job, const UcxChannel& c
     std::fprintf(stderr, "  stage %u: layers %zu-%zu (%.0f%% of the work) on %s%s\n", s, job.stages[s].first, job.stages[s].last - 1,
                  100 * job.stages[s].cost / total_cost, ch.hostname_of(job.layout.rank_of(0, s)).c_str(),
                  any_gpu(o.stage_devices) ? (stage_on_gpu(o.stage_devices, s, S) ? ", GPU" : ", CPU") : "");
-  for (unsigned k = 0; k < job.swinging_cuts.size(); ++k)
-    if (job.swinging_cuts[k])
-      std::fprintf(stderr, "  layer %zu: on stage %u or %u, whichever keeps the two even (--fixed-split: stage %u)\n", job.stages[k + 1].first, k,
-                   k + 1, k + 1);
+  for (unsigned k = 0; k < job.cuts.size(); ++k)
+    if (job.cuts[k].any()) std::fprintf(stderr, "  %s\n", describe_cut(job, k).c_str());
   if (todo < job.all.size())
     std::fprintf(stderr, "cnet-run %s: resuming: %zu of %zu micro-batches already done, %zu to go\n", o.name.c_str(),
                  job.all.size() - todo, job.all.size(), todo);
@@ -419,12 +429,18 @@ std::vector<std::size_t> run_replicas_on_demand(UcxChannel& ch, const Job& job, 
   return computed;
 }
 
+// At a swinging cut, the shares of micro-batches the stage before it took the next stage's first layer
+// and gave away its own last; -1 where the cut does not swing.
+struct CutShares {
+  double took = -1, gave = -1;
+};
+CutMove arrived_move(float marker) { return marker > 0.5f ? CutMove::take : marker < -0.5f ? CutMove::give : CutMove::keep; }
+
 // This rank's share of the work: receive (or read) each micro-batch, run its stage, send it on (or to
 // the writer, or into the output). Receives are posted two ahead and sends double-buffered, so
 // transfers overlap the computing; transfers also progress between layers. Returns, where the cut
-// after this stage swings, the share of micro-batches whose layer at the cut this stage computed
-// (else -1).
-double run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& todo, OutputSink* sink, ComputeClock& busy) {
+// after this stage swings, the shares of micro-batches this stage took and gave a layer there.
+CutShares run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& todo, OutputSink* sink, ComputeClock& busy) {
   struct Slot {
     std::vector<float> rows;
     std::unique_ptr<UcxChannel::Request> request;
@@ -438,10 +454,10 @@ double run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& 
   const bool receive_here = stage > 0 && !job.forward->input_arrives_directly();
   const bool send_here = stage + 1 < S && !job.forward->output_leaves_directly();
   std::array<Slot, 2> inbox, outbox;
-  // At a swinging cut each activation ends in one more float: 1 where the sender computed the layer
-  // at the cut. The receiver reports back what it measured; the sender decides from both.
-  const bool first_swings = job.swing && job.swing->first_swings(), next_swings = job.swing && job.swing->next_swings();
-  BoundarySwing cut;
+  // At a swinging cut each activation ends in one more float, what the sender did there (a CutMove:
+  // -1 gave, 0 kept, 1 took). The receiver reports back what it measured; the sender decides from both.
+  const bool first_swings = job.swing && job.swing->before().any(), next_swings = job.swing && job.swing->after().any();
+  BoundarySwing cut(job.swing ? job.swing->after() : CutSwing{});
   SwingReportsIn reports_in(ch, rank + 1, mine, cut);
   SwingReportsOut reports_out(ch, rank - 1);
   auto post_receive = [&](std::size_t j) {
@@ -513,17 +529,18 @@ double run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& 
     }
     job.forward->expect_next(j + 1 < mine.size() ? mine[j + 1].rows : 0);
     if (job.swing) {
-      const bool first_done = first_swings && inbox[j % 2].rows.back() != 0, take_next = next_swings && cut.take_next(mb.rows);
+      const CutMove arrived = first_swings ? arrived_move(inbox[j % 2].rows.back()) : CutMove::keep;
+      const CutMove move = next_swings ? cut.next(mb.rows) : CutMove::keep;
       SwingStage::Timing t;
       busy.time(mb.index, static_cast<std::uint32_t>(mb.rows),
-                [&] { t = job.swing->forward(x, mb.rows, first_done, take_next, result, let_transfers_progress); });
+                [&] { t = job.swing->forward(x, mb.rows, arrived, move, result, let_transfers_progress); });
       if (first_swings) {
-        t.in_side.slack = slack;
-        reports_out.send(t.in_side);
+        t.before.slack = slack;
+        reports_out.send(t.before);
       }
       if (next_swings) {
-        cut.upstream_measured(t.out_side, mb.rows);
-        result.push_back(take_next ? 1.0f : 0.0f);
+        cut.upstream_measured(t.after, mb.rows);
+        result.push_back(static_cast<float>(static_cast<int>(move)));
       }
     } else {
       busy.time(mb.index, static_cast<std::uint32_t>(mb.rows), [&] { job.forward->forward(x, mb.rows, result, let_transfers_progress); });
@@ -549,32 +566,36 @@ double run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>& 
     if (slot.request) ch.wait(*slot.request);
   if (next_swings) reports_in.take_all();
   reports_out.wait_all();
-  return next_swings ? static_cast<double>(cut.taken()) / std::max<std::size_t>(cut.decided(), 1) : -1;
+  if (!next_swings) return {-1, -1};
+  const double decided = static_cast<double>(std::max<std::size_t>(cut.decided(), 1));
+  return {static_cast<double>(cut.taken()) / decided, static_cast<double>(cut.given()) / decided};
 }
 
-// What each rank did, in rank order: its computing time, and where the cut after it swings, the share
-// of micro-batches whose layer at the cut it computed (else -1). Also the run's last synchronisation: a
-// sender whose last messages left its buffers may not exit before they are received (a peer that is
-// gone fails every receive from it, delivered or not), and no rank gets past this before every rank
-// has reached it.
+// What each rank did, in rank order: its computing time, and where the cut after it swings, the shares
+// of micro-batches it took and gave a layer there. Also the run's last synchronisation: a sender whose
+// last messages left its buffers may not exit before they are received (a peer that is gone fails
+// every receive from it, delivered or not), and no rank gets past this before every rank has reached it.
 struct RankSummary {
-  double busy_seconds = 0, took_cut_layer = -1;
+  double busy_seconds = 0;
+  CutShares cut;
 };
-std::vector<RankSummary> gather_summaries(UcxChannel& ch, const ComputeClock& busy, double took_cut_layer) {
+std::vector<RankSummary> gather_summaries(UcxChannel& ch, const ComputeClock& busy, CutShares cut) {
   std::vector<RankSummary> all(ch.size());
-  const RankSummary mine{busy.seconds(), took_cut_layer};
+  const RankSummary mine{busy.seconds(), cut};
   transport::Collectives(ch).allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all)));
   return all;
 }
 
-// Per swinging cut, the share of micro-batches whose layer there the stage before it computed, averaged
+// Per cut, the shares of micro-batches whose layer the stage before it took and gave there, averaged
 // over the replicas; -1 where the cut does not swing.
-std::vector<double> cut_shares(const JobLayout& layout, const std::vector<RankSummary>& ranks) {
-  std::vector<double> out(layout.stages - 1, 0.0);
+std::vector<CutShares> cut_shares(const JobLayout& layout, const std::vector<RankSummary>& ranks) {
+  std::vector<CutShares> out(layout.stages - 1, CutShares{0, 0});
   for (std::uint32_t r = 0; r < ranks.size(); ++r) {
     const unsigned stage = layout.stage_of(r);
     if (stage + 1 == layout.stages) continue;
-    out[stage] = ranks[r].took_cut_layer < 0 ? -1 : out[stage] + ranks[r].took_cut_layer / layout.replicas;
+    CutShares& c = out[stage];
+    const CutShares& mine = ranks[r].cut;
+    c = mine.took < 0 ? mine : CutShares{c.took + mine.took / layout.replicas, c.gave + mine.gave / layout.replicas};
   }
   return out;
 }
@@ -594,13 +615,14 @@ std::string busy_line(const JobLayout& layout, const std::vector<double>& busy, 
   return common::join(parts, ", ");
 }
 
-// The stages with the cost each computed: a layer at a swinging cut counts for the stage before it in
-// the share of micro-batches it computed it there.
-std::vector<StageRange> stages_as_run(const Job& job, const std::vector<double>& shares) {
+// The stages with the cost each computed: a layer moved across a cut counts for the stage that
+// computed it, in the share of micro-batches it did.
+std::vector<StageRange> stages_as_run(const Job& job, const std::vector<CutShares>& shares) {
   std::vector<StageRange> out = job.stages;
   for (std::size_t k = 0; k < shares.size(); ++k) {
-    if (shares[k] <= 0) continue;
-    const double moved = shares[k] * job.model.layers[job.stages[k + 1].first].cost();
+    if (shares[k].took < 0) continue;
+    const double moved = shares[k].took * job.model.layers[job.stages[k + 1].first].cost() -
+                         shares[k].gave * job.model.layers[job.stages[k].last - 1].cost();
     out[k].cost += moved;
     out[k + 1].cost -= moved;
   }
@@ -712,10 +734,10 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
   ComputeClock mine;
   std::vector<RankSummary> ranks;
   try {
-    double took_cut_layer = -1;
+    CutShares cut;
     if (job.layout.stages == 1 && job.layout.replicas > 1) per_replica = run_replicas_on_demand(*channel, job, todo, sink.get(), mine);
-    else took_cut_layer = run_stage(*channel, job, todo, sink.get(), mine);
-    ranks = gather_summaries(*channel, mine, took_cut_layer);
+    else cut = run_stage(*channel, job, todo, sink.get(), mine);
+    ranks = gather_summaries(*channel, mine, cut);
   } catch (const transport::PeerFailure& e) {
     return fail(kStageFailure, describe(e.rank()) + " failed: " + e.what() + "; the job stops (rerun with --resume to finish)");
   } catch (const std::exception& e) {
@@ -743,10 +765,19 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
   if (busy.size() > 1)  // where a stage is short of 100%, it waited: a slower stage, transfers, the output
     std::fprintf(stderr, "cnet-run %s: computing: %s of the run\n", o.name.c_str(), busy_line(job.layout, busy, seconds).c_str());
   const auto shares = cut_shares(job.layout, ranks);
-  for (std::size_t k = 0; k < shares.size(); ++k)
-    if (shares[k] >= 0)
-      std::fprintf(stderr, "cnet-run %s: layer %zu (the cut of stages %zu and %zu): stage %zu computed it for %.0f%% of the micro-batches\n",
-                   o.name.c_str(), job.stages[k + 1].first, k, k + 1, k, 100 * shares[k]);
+  for (std::size_t k = 0; k < shares.size(); ++k) {
+    const CutSwing& c = job.cuts[k];
+    if (!c.any()) continue;
+    std::vector<std::string> moved;
+    char line[160];
+    if (c.take)
+      std::snprintf(line, sizeof line, "stage %zu computed layer %zu for %.0f%% of the micro-batches", k, job.stages[k + 1].first, 100 * shares[k].took);
+    if (c.take) moved.push_back(line);
+    if (c.give)
+      std::snprintf(line, sizeof line, "stage %zu computed layer %zu for %.0f%%", k + 1, job.stages[k].last - 1, 100 * shares[k].gave);
+    if (c.give) moved.push_back(line);
+    std::fprintf(stderr, "cnet-run %s: at the cut of stages %zu and %zu: %s\n", o.name.c_str(), k, k + 1, common::join(moved, "; ").c_str());
+  }
   // Stages on nodes of unequal speed (or given a lopsided --stage-layers): say which split evens them out.
   auto advice = faster_split(job.model, stages_as_run(job, shares), stage_busy(job.layout, busy));
   if (advice) {
@@ -761,7 +792,10 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
                             {"rows_this_run", sink->rows_this_run()}, {"seconds", seconds}, {"rows_per_second", rate},
                             {"output", o.output}, {"busy_seconds", busy}};
   if (advice) summary["suggested_stage_layers"] = advice->layers_per_stage;
-  if (job.layout.stages > 1) summary["cut_layer_upstream_share"] = shares;
+  if (job.layout.stages > 1) {
+    summary["cut_moves"] = nlohmann::json::array();
+    for (const auto& c : shares) summary["cut_moves"].push_back({{"took", c.took}, {"gave", c.gave}});
+  }
   if (job.layout.replicas > 1) {
     if (per_replica.empty())  // the fixed split
       for (unsigned r = 0; r < job.layout.replicas; ++r) per_replica.push_back(share_of(todo, r, job.layout.replicas).size());

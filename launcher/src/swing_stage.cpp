@@ -5,49 +5,46 @@
 namespace cnet::launcher {
 namespace {
 using Clock = std::chrono::steady_clock;
-double per_row(Clock::time_point from, Clock::time_point to, std::size_t rows) {
-  return std::chrono::duration<double>(to - from).count() / static_cast<double>(std::max<std::size_t>(rows, 1));
+std::unique_ptr<StageForward> one_layer(const SafetensorsFile& w, const ModelSpec& m, std::size_t layer) {
+  return std::make_unique<StageForward>(w, m, layer, layer + 1);
 }
 }  // namespace
 
 SwingStage::SwingStage(const SafetensorsFile& weights, const ModelSpec& model, const std::vector<StageRange>& stages, std::size_t stage,
-                       bool first_swings, bool next_swings) {
+                       CutSwing before, CutSwing after)
+    : before_(before), after_(after) {
   const StageRange& mine = stages.at(stage);
-  if (first_swings) swing_in_ = std::make_unique<StageForward>(weights, model, mine.first, mine.first + 1);
-  main_ = std::make_unique<StageForward>(weights, model, mine.first + (first_swings ? 1 : 0), mine.last);
-  if (next_swings) {
-    const std::size_t next = stages.at(stage + 1).first;
-    swing_out_ = std::make_unique<StageForward>(weights, model, next, next + 1);
-  }
+  if (before.give) prev_last_ = one_layer(weights, model, mine.first - 1);
+  if (before.take) first_ = one_layer(weights, model, mine.first);
+  main_ = std::make_unique<StageForward>(weights, model, mine.first + (before.take ? 1 : 0), mine.last - (after.give ? 1 : 0));
+  if (after.give) last_ = one_layer(weights, model, mine.last - 1);
+  if (after.take) next_first_ = one_layer(weights, model, mine.last);
+  width_in_ = model.layers[mine.first].in;
+  width_out_ = model.layers[mine.last - 1].out;
 }
 
-std::size_t SwingStage::input_width() const { return swing_in_ ? swing_in_->input_width() : main_->input_width(); }
-
-SwingStage::Timing SwingStage::forward(std::span<const float> in, std::size_t rows, bool first_done, bool take_next,
-                                       std::vector<float>& out, const std::function<void()>& progress) {
+SwingStage::Timing SwingStage::forward(std::span<const float> in, std::size_t rows, CutMove arrived, CutMove move, std::vector<float>& out,
+                                       const std::function<void()>& progress) {
   Timing t;
-  auto start = Clock::now();
-  double swing_in = 0;
-  if (swing_in_ && !first_done) {
-    swing_in_->forward(in, rows, staged_, progress);
-    in = staged_;
-    auto now = Clock::now();
-    swing_in = per_row(start, now, rows);
-    t.in_side.swing_per_row = swing_in;
-    start = now;
-  }
-  main_->forward(in, rows, out, progress);
-  const double own = per_row(start, Clock::now(), rows);
-  double swing_out = 0;
-  if (swing_out_ && take_next) {
-    auto from = Clock::now();
-    swing_out_->forward(out, rows, staged_, progress);
-    out.swap(staged_);
-    swing_out = per_row(from, Clock::now(), rows);
-    t.out_side.swing_per_row = swing_out;
-  }
-  t.in_side.own_per_row = own + swing_out;
-  t.out_side.own_per_row = own + swing_in;
+  const double per_row = 1.0 / static_cast<double>(std::max<std::size_t>(rows, 1));
+  // Runs `part` on the activation so far, returning its seconds per row.
+  std::span<const float> x = in;
+  auto run = [&](StageForward& part) {
+    std::vector<float>& into = x.data() == a_.data() ? b_ : a_;  // never the buffer it reads
+    const auto start = Clock::now();
+    part.forward(x, rows, into, progress);
+    x = into;
+    return std::chrono::duration<double>(Clock::now() - start).count() * per_row;
+  };
+  double own = 0;
+  if (arrived == CutMove::give) t.before.last_per_row = run(*prev_last_);
+  if (first_ && arrived != CutMove::take) t.before.first_per_row = run(*first_);
+  own += run(*main_);
+  if (last_ && move != CutMove::give) t.after.last_per_row = run(*last_);
+  if (move == CutMove::take) t.after.first_per_row = run(*next_first_);
+  out.assign(x.begin(), x.end());
+  t.before.own_per_row = own + std::max(t.after.last_per_row, 0.0) + std::max(t.after.first_per_row, 0.0);
+  t.after.own_per_row = own + std::max(t.before.last_per_row, 0.0) + std::max(t.before.first_per_row, 0.0);
   return t;
 }
 

@@ -19,27 +19,27 @@ for args in "--local 2:pipe" "--local 3 --parallel-scheme data:data" "--local 4 
 done
 for s in data hybrid one three fixed; do cmp -s "$work/pipe.safetensors" "$work/$s.safetensors" || fail "$s output differs from the pipeline's"; done
 echo "pipeline, data, hybrid and one rank give identical files"
-# The layer at each cut between CPU stages goes to whichever stage keeps the two even: with 2 blocks
-# against 4 blocks, norm and head, stage 0 takes layer 2 for most micro-batches (all but the first few,
-# decided before stage 1 has reported); with 5 blocks against 1 and the rest, it leaves layer 5 where it
-# is. Either way the output is bit for bit one process's.
+# The layers beside each cut between CPU stages go to whichever stage keeps the two even: with 2 blocks
+# against 4 blocks, norm and head, stage 0 takes stage 1's first layer for most micro-batches (all but
+# the first few, decided before stage 1 has reported); with 5 blocks against 1 and the rest, stage 0
+# gives stage 1 its last layer for most. Either way the output is bit for bit one process's.
 mkdir "$work/swing"
 make_example "$work/swing" 6 256 1536  # 48 micro-batches of 32 rows, a few ms each: long enough to time
-for split in 2,6:most 5,3:few; do
+cut_moves() { /usr/bin/python3 -c 'import json,sys; c=json.loads(sys.stdin.read())["cut_moves"][0]; print(c["took"], c["gave"])'; }
+for split in 2,6:took 5,3:gave; do
   out=$("$CNET_BIN/cnet-run" --name t --model "$work/swing/model.safetensors" --input "$work/swing/input.safetensors" --local 2 \
     --stage-layers ${split%%:*} --output "$work/swing/out.safetensors" --micro-batch 32 --json --verify 2>"$work/swing.log") ||
     fail "--stage-layers ${split%%:*}: $(cat "$work/swing.log")"
   grep -q "verify: bit-identical" "$work/swing.log" || fail "swinging cut not verified: $(cat "$work/swing.log")"
-  grep -Eq "^  layer [25]: on stage 0 or 1, whichever keeps the two even" "$work/swing.log" || fail "the swinging cut is not shown: $(cat "$work/swing.log")"
-  share=$(/usr/bin/python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["cut_layer_upstream_share"][0])' <<<"$out")
-  /usr/bin/python3 -c "import sys; s=$share; sys.exit(0 if (s > 0.7 if '${split##*:}' == 'most' else s < 0.2) else 1)" ||
-    fail "--stage-layers ${split%%:*}: stage 0 computed the layer at the cut for a share of $share: $(cat "$work/swing.log")"
-  echo "--stage-layers ${split%%:*}: stage 0 computed the layer at the cut for a share of $share"
+  grep -Eq "^  layers [0-9]+-[0-9]+: on stage 0 or 1, whichever keeps the two even" "$work/swing.log" || fail "the swinging cut is not shown: $(cat "$work/swing.log")"
+  read -r took gave < <(cut_moves <<<"$out")
+  /usr/bin/python3 -c "import sys; t, g = $took, $gave; sys.exit(0 if ((t > 0.7 and g < 0.1) if '${split##*:}' == 'took' else (g > 0.7 and t < 0.1)) else 1)" ||
+    fail "--stage-layers ${split%%:*}: stage 0 took a layer for a share of $took and gave one for $gave: $(cat "$work/swing.log")"
+  echo "--stage-layers ${split%%:*}: stage 0 took a layer beside the cut for a share of $took, gave one for $gave"
 done
 out=$(run --local 2 --fixed-split --output "$work/fixed.safetensors" --micro-batch 16 --json 2>"$work/fixed.log") || fail "--fixed-split: $(cat "$work/fixed.log")"
 ! grep -q "whichever keeps the two even" "$work/fixed.log" || fail "--fixed-split still swings: $(cat "$work/fixed.log")"
-[[ $(/usr/bin/python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["cut_layer_upstream_share"][0])' <<<"$out") == -1.0 ]] ||
-  fail "--fixed-split: a share of the cut's layer was computed upstream: $out"
+[[ $(cut_moves <<<"$out") == "-1.0 -1.0" ]] || fail "--fixed-split: a layer moved across the cut: $out"
 # --stage-layers: a split the user chose (the 8 layers: 6 blocks, norm, head) instead of the balanced one.
 out=$(run --local 2 --stage-layers 2,6 --output "$work/split.safetensors" --micro-batch 16 --verify 2>&1) || fail "--stage-layers 2,6: $out"
 grep -q "stage 0: layers 0-1 " <<<"$out" && grep -q "stage 1: layers 2-7 " <<<"$out" || fail "--stage-layers 2,6 not followed: $out"
@@ -145,7 +145,7 @@ log=$work/killed-middle.log
 run --local 3 --output "$work/middle.safetensors" --micro-batch 8 >"$log" 2>&1 &
 kill_rank_mid_run "$log" $! "exe --name t" PMIX_RANK 1
 grep -Eq "stage 1/3 \(rank 1 on [^)]+\)|rank 1 was killed by signal 9" "$log" || fail "the dead middle stage is not named: $(cat "$log")"
-grep -q "layer [0-9]*: on stage 1 or 2, whichever" "$log" || fail "the three stages' cuts did not swing: $(cat "$log")"
+grep -Eq "layers? [0-9-]+: on stage 1 or 2, whichever" "$log" || fail "the three stages' cuts did not swing: $(cat "$log")"
 out=$(run --local 3 --output "$work/middle.safetensors" --micro-batch 8 --resume 2>&1) || fail "resume of three stages: $out"
 cmp -s "$work/ref.safetensors" "$work/middle.safetensors" || fail "three stages resumed differ from an undisturbed run"
 log=$work/hung-middle.log

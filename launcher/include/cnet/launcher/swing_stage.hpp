@@ -1,7 +1,8 @@
 #pragma once
-// A CPU stage at a cut that swings (boundary_swing.hpp): its first layer may arrive already computed by
-// the stage before, and it may compute the next stage's first layer itself. Held as three runs of
-// layers so each part can be left out and timed.
+// A CPU stage beside cuts that swing (boundary_swing.hpp). At the cut before it, the stage before may
+// have left it that stage's last layer (give) or computed its first layer (take); at the cut after it,
+// it may leave its own last layer to the next stage or compute the next stage's first. Held as runs
+// of layers so each part can be left out and timed.
 
 #include <memory>
 
@@ -12,35 +13,36 @@ namespace cnet::launcher {
 
 class SwingStage : public StageCompute {
  public:
-  // `first_swings`: the stage before may compute this stage's first layer; `next_swings`: this stage
-  // may compute the next stage's first layer (stages[stage + 1].first).
+  // `before`, `after`: how the cuts before and after this stage may move ({} where there is none).
   SwingStage(const SafetensorsFile& weights, const ModelSpec& model, const std::vector<StageRange>& stages, std::size_t stage,
-             bool first_swings, bool next_swings);
+             CutSwing before, CutSwing after);
 
-  bool first_swings() const { return swing_in_ != nullptr; }
-  bool next_swings() const { return swing_out_ != nullptr; }
+  const CutSwing& before() const { return before_; }
+  const CutSwing& after() const { return after_; }
 
-  // Seconds per row on the layers this stage always computes, and on the swing layers when computed.
+  // Seconds per row on each part, as the two cuts count them.
   struct Timing {
-    SwingReport in_side;   // reported to the stage before: own layers (and the next swing layer), its swing layer
-    SwingReport out_side;  // what the boundary after this stage counts as this side: all but the next swing layer
+    SwingReport before;  // this stage as the downstream of the cut before it, reported to that stage
+    SwingReport after;   // this stage as the upstream of the cut after it
   };
-  // `first_done`: the stage before computed this stage's first layer; `take_next`: compute the next
-  // stage's first layer too.
-  Timing forward(std::span<const float> in, std::size_t rows, bool first_done, bool take_next, std::vector<float>& out,
+  // `arrived`: what the stage before did at the cut before; `move`: what this stage does at the cut after.
+  Timing forward(std::span<const float> in, std::size_t rows, CutMove arrived, CutMove move, std::vector<float>& out,
                  const std::function<void()>& progress);
 
-  // As a plain stage: its own layers, no swing.
-  std::size_t input_width() const override;
-  std::size_t output_width() const override { return main_->output_width(); }
+  // As a plain stage: its own layers, nothing moved.
+  std::size_t input_width() const override { return width_in_; }
+  std::size_t output_width() const override { return width_out_; }
   void forward(std::span<const float> in, std::size_t rows, std::vector<float>& out, const std::function<void()>& progress = {}) override {
-    forward(in, rows, false, false, out, progress);
+    forward(in, rows, CutMove::keep, CutMove::keep, out, progress);
   }
   std::string device() const override { return main_->device(); }
 
  private:
-  std::unique_ptr<StageForward> swing_in_, main_, swing_out_;
-  std::vector<float> staged_;
+  CutSwing before_, after_;
+  std::size_t width_in_ = 0, width_out_ = 0;
+  // The previous stage's last layer, this stage's first, its fixed middle, its last, the next stage's first.
+  std::unique_ptr<StageForward> prev_last_, first_, main_, last_, next_first_;
+  std::vector<float> a_, b_;
 };
 
 }  // namespace cnet::launcher
