@@ -1,6 +1,7 @@
 #include "cnet/launcher/swing_stage.hpp"
 
 #include <chrono>
+#include <stdexcept>
 
 namespace cnet::launcher {
 namespace {
@@ -36,6 +37,9 @@ SwingStage::Timing SwingStage::forward(std::span<const float> in, std::size_t ro
     x = into;
     return std::chrono::duration<double>(Clock::now() - start).count() * per_row;
   };
+  if ((arrived == CutMove::give && !prev_last_) || (arrived == CutMove::take && !first_) || (move == CutMove::give && !last_) ||
+      (move == CutMove::take && !next_first_))
+    throw std::logic_error("a layer moved across a cut that does not allow it (the stages disagree on the split)");
   double own = 0;
   if (arrived == CutMove::give) t.before.last_per_row = run(*prev_last_);
   if (first_ && arrived != CutMove::take) t.before.first_per_row = run(*first_);
