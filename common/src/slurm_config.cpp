@@ -114,30 +114,48 @@ std::vector<ConfigLine> parse_config_lines(std::string_view text, const std::str
 
 namespace {
 
-// Expands one comma-free host expression with any number of bracket groups, appending to `out`.
-void expand_one(std::string_view expr, std::string prefix, std::vector<std::string>& out, std::size_t limit,
-                std::string_view whole) {
-  std::size_t open = expr.find('[');
-  if (open == std::string_view::npos) {
-    if (expr.find(']') != std::string_view::npos) throw ConfigError("host list '" + printable(whole) + "': ']' without '['");
-    if (out.size() >= limit) throw ConfigError("host list '" + printable(whole) + "' names more than " + std::to_string(limit) + " hosts");
-    out.push_back(prefix + std::string(expr));
-    return;
-  }
-  std::size_t close = expr.find(']', open);
-  if (close == std::string_view::npos) throw ConfigError("host list '" + printable(whole) + "': '[' without ']'");
-  std::string head = prefix + std::string(expr.substr(0, open));
-  std::string_view rest = expr.substr(close + 1);
-  for (const auto& item : split(expr.substr(open + 1, close - open - 1), ',')) {
-    auto dash = item.find('-');
-    std::string lo = item.substr(0, dash), hi = dash == std::string::npos ? lo : item.substr(dash + 1);
-    auto range = parse_ranges(lo + "-" + hi, limit + 1);
-    if (!range) throw ConfigError("host list '" + printable(whole) + "': '" + printable(item) + "' is not N or LOW-HIGH");
-    for (unsigned n : *range) {
-      std::string digits = std::to_string(n);
-      if (digits.size() < lo.size()) digits.insert(0, lo.size() - digits.size(), '0');  // cn[01-10] keeps its width
-      expand_one(rest, head + digits, out, limit, whole);
+// Expands one comma-free host expression with any number of bracket groups, appending to `out`. Every
+// group is read and checked first and the count of hosts known before any is made, so a malformed
+// group is refused wherever it stands and a long list costs nothing before it is refused.
+void expand_one(std::string_view expr, std::vector<std::string>& out, std::size_t limit, std::string_view whole) {
+  std::vector<std::string> literals;              // text before each group, and after the last
+  std::vector<std::vector<std::string>> groups;  // each group's numbers, as written (cn[01-10] keeps its width)
+  std::size_t hosts = 1;
+  while (true) {
+    std::size_t open = expr.find('[');
+    std::string_view text = expr.substr(0, open);
+    if (text.find(']') != std::string_view::npos) throw ConfigError("host list '" + printable(whole) + "': ']' without '['");
+    literals.emplace_back(text);
+    if (open == std::string_view::npos) break;
+    std::size_t close = expr.find(']', open);
+    if (close == std::string_view::npos) throw ConfigError("host list '" + printable(whole) + "': '[' without ']'");
+    std::vector<std::string>& numbers = groups.emplace_back();
+    for (const auto& item : split(expr.substr(open + 1, close - open - 1), ',')) {
+      auto dash = item.find('-');
+      std::string lo = item.substr(0, dash), hi = dash == std::string::npos ? lo : item.substr(dash + 1);
+      auto range = parse_ranges(lo + "-" + hi, limit + 1);
+      if (!range || numbers.size() + range->size() > limit)
+        throw ConfigError("host list '" + printable(whole) + "': '" + printable(item) + "' is not N or LOW-HIGH" +
+                          (range ? " of at most " + std::to_string(limit) + " hosts" : ""));
+      for (unsigned n : *range) {
+        std::string digits = std::to_string(n);
+        if (digits.size() < lo.size()) digits.insert(0, lo.size() - digits.size(), '0');
+        numbers.push_back(std::move(digits));
+      }
     }
+    if (numbers.empty()) throw ConfigError("host list '" + printable(whole) + "': '[]' names no host");
+    hosts *= numbers.size();  // each factor <= limit, and the product is checked as it grows
+    if (out.size() + hosts > limit) throw ConfigError("host list '" + printable(whole) + "' names more than " + std::to_string(limit) + " hosts");
+    expr = expr.substr(close + 1);
+  }
+  if (out.size() + hosts > limit) throw ConfigError("host list '" + printable(whole) + "' names more than " + std::to_string(limit) + " hosts");
+  // An odometer over the groups, the last one turning fastest.
+  std::vector<std::size_t> at(groups.size(), 0);
+  for (std::size_t made = 0; made < hosts; ++made) {
+    std::string host = literals[0];
+    for (std::size_t g = 0; g < groups.size(); ++g) host += groups[g][at[g]] + literals[g + 1];
+    out.push_back(std::move(host));
+    for (std::size_t g = groups.size(); g-- > 0 && ++at[g] == groups[g].size();) at[g] = 0;
   }
 }
 
@@ -153,7 +171,7 @@ std::vector<std::string> expand_hostlist(std::string_view expression, std::size_
     if (c == ']') --depth;
     if (depth < 0 || depth > 1) throw ConfigError("host list '" + printable(expression) + "': brackets do not match");
     if (c == ',' && depth == 0) {
-      if (i > start) expand_one(expression.substr(start, i - start), "", out, limit, expression);
+      if (i > start) expand_one(expression.substr(start, i - start), out, limit, expression);
       start = i + 1;
     }
   }

@@ -60,4 +60,16 @@ TEST(SlurmConfig, HostLists) {
   EXPECT_EQ(expand_hostlist("a[1-2]b[1-2],c"), (std::vector<std::string>{"a1b1", "a1b2", "a2b1", "a2b2", "c"}));
   for (const char* bad : {"cn[1-3", "cn1-3]", "cn[3-1]", "cn[a-b]", "cn[[1]]"}) EXPECT_THROW(expand_hostlist(bad), ConfigError) << bad;
   EXPECT_THROW(expand_hostlist("n[0-999999]", 1000), ConfigError);
+  EXPECT_EQ(expand_hostlist("n[1-2]x[08-09]y"), (std::vector<std::string>{"n1x08y", "n1x09y", "n2x08y", "n2x09y"}));
+  // An empty group made no host and no error, so the groups before it were walked through without end
+  // (found by fuzzing): refused, as is a list too long, before any host is made.
+  for (const char* bad : {"cn[]", "a[0-9999]b[0-9999]c[0-9999][]", "a[0-9999]b[0-9999]c[0-9999]x"}) {
+    try {
+      expand_hostlist(bad, 10000);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_TRUE(std::string(e.what()).find("names no host") != std::string::npos ||
+                  std::string(e.what()).find("names more than 10000 hosts") != std::string::npos) << e.what();
+    }
+  }
 }
