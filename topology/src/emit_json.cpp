@@ -157,7 +157,11 @@ std::string to_json(const NodeTopology& topo) {
 NodeTopology from_json(const std::string& text) {
   try {
     // "paths" and "pairing" are derived: not read, and not even kept while parsing.
+    // Every fraction in the document is a link speed (GB/s): one that is negative or past 2^31 is refused,
+    // since converting it to the whole or float field it lands in would be undefined.
     json::parser_callback_t skip_derived = [](int depth, json::parse_event_t event, json& parsed) {
+      if (event == json::parse_event_t::value && parsed.is_number_float() && !(parsed.get<double>() >= 0 && parsed.get<double>() < 2147483648.0))
+        throw TopologyError("a number in the topology JSON is out of range (" + parsed.dump() + "); regenerate it with cnet-topo --format json");
       return !(depth == 1 && event == json::parse_event_t::key && (parsed == "paths" || parsed == "pairing"));
     };
     json j = json::parse(text, skip_derived);

@@ -104,6 +104,25 @@ TEST(Json, GpuIndexesMustBeTheirPositions) {
   }
 }
 
+TEST(Json, NumbersOutOfRangeAreRefused) {
+  // A float where a whole number or a small float belongs was converted out of range, undefined
+  // behaviour (found by fuzzing): refused, naming the number.
+  auto t = cnet::topology::testing::load_fixture("32em64t-2n8c2t-pci-wholeio.xml");
+  ASSERT_FALSE(t.gpus.empty());
+  t.gpus[0].memory_bytes = 34089205760;
+  const std::string good = to_json(t);
+  for (const std::string bad : {"3.4e85", "-1.5", "1e300"}) {
+    std::string text = good;
+    text.replace(text.find("34089205760"), 11, bad);
+    try {
+      from_json(text);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const TopologyError& e) {
+      EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Json, DamagedDocumentsAreRefusedWithAReason) {
   for (std::string bad : {"", "{", "[]", "{\"schema\":\"other/v9\"}", "{\"schema\":\"cnet.topology/v1\"}"}) {
     try {
