@@ -121,6 +121,10 @@ void expand_one(std::string_view expr, std::vector<std::string>& out, std::size_
   std::vector<std::string> literals;              // text before each group, and after the last
   std::vector<std::vector<std::string>> groups;  // each group's numbers, as written (cn[01-10] keeps its width)
   std::size_t hosts = 1;
+  auto check_count = [&] {
+    if (out.size() + hosts > limit)
+      throw ConfigError("host list '" + printable(whole) + "' names more than " + std::to_string(limit) + " hosts");
+  };
   while (true) {
     std::size_t open = expr.find('[');
     std::string_view text = expr.substr(0, open);
@@ -145,10 +149,10 @@ void expand_one(std::string_view expr, std::vector<std::string>& out, std::size_
     }
     if (numbers.empty()) throw ConfigError("host list '" + printable(whole) + "': '[]' names no host");
     hosts *= numbers.size();  // each factor <= limit, and the product is checked as it grows
-    if (out.size() + hosts > limit) throw ConfigError("host list '" + printable(whole) + "' names more than " + std::to_string(limit) + " hosts");
+    check_count();
     expr = expr.substr(close + 1);
   }
-  if (out.size() + hosts > limit) throw ConfigError("host list '" + printable(whole) + "' names more than " + std::to_string(limit) + " hosts");
+  check_count();  // a list with no group at all is one host
   // An odometer over the groups, the last one turning fastest.
   std::vector<std::size_t> at(groups.size(), 0);
   for (std::size_t made = 0; made < hosts; ++made) {
