@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <stdexcept>
 
 namespace cnet::launcher {
 namespace {
@@ -62,6 +63,7 @@ std::string StageForward::device() const {
 
 StageForward::StageForward(const SafetensorsFile& f, const ModelSpec& model, std::size_t first, std::size_t last) {
   if (first >= last || last > model.layers.size()) throw FormatError("stage layer range is empty or outside the model");
+  first_ = first;
   auto bind = [&](const std::string& name) -> std::span<const float> {
     if (name.empty()) return {};
     std::vector<float> storage;
@@ -92,9 +94,24 @@ StageForward::StageForward(const SafetensorsFile& f, const ModelSpec& model, std
 
 void StageForward::forward(std::span<const float> in, std::size_t rows, std::vector<float>& out,
                            const std::function<void()>& between_layers) {
+  std::function<void(std::size_t)> after_layer;
+  if (between_layers) after_layer = [&](std::size_t) { between_layers(); };
+  forward_layers(first_, end_layer(), in, rows, out, after_layer);
+}
+
+void StageForward::forward_layers(std::size_t from, std::size_t to, std::span<const float> in, std::size_t rows, std::vector<float>& out,
+                                  const std::function<void(std::size_t layer)>& after_layer) {
+  if (from < first_ || from >= to || to > end_layer())
+    throw std::out_of_range("layers [" + std::to_string(from) + ", " + std::to_string(to) + ") are not a part of this stage's [" +
+                            std::to_string(first_) + ", " + std::to_string(end_layer()) + ")");
   if (rows > static_cast<std::size_t>(INT_MAX)) throw FormatError(std::to_string(rows) + " rows in one micro-batch are more than BLAS can address");
-  a_.assign(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(rows * input_width()));
-  for (const Bound& l : layers_) {
+  const std::size_t width = layers_[from - first_].spec.in;
+  if (in.size() / std::max<std::size_t>(width, 1) < rows)
+    throw std::invalid_argument(std::to_string(in.size()) + " input values are fewer than " + std::to_string(rows) + " rows of " +
+                                std::to_string(width));
+  a_.assign(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(rows * width));
+  for (std::size_t i = from; i < to; ++i) {
+    const Bound& l = layers_[i - first_];
     const LayerSpec& s = l.spec;
     switch (s.kind) {
       case LayerKind::linear:
@@ -126,7 +143,7 @@ void StageForward::forward(std::span<const float> in, std::size_t rows, std::vec
         break;
       }
     }
-    if (between_layers) between_layers();
+    if (after_layer) after_layer(i);
   }
   out.swap(a_);
 }

@@ -1,10 +1,13 @@
 #pragma once
 // A CPU stage beside cuts that swing (boundary_swing.hpp). At the cut before it, the stage before may
 // have left it that stage's last layer (give) or computed its first layer (take); at the cut after it,
-// it may leave its own last layer to the next stage or compute the next stage's first. Held as runs
-// of layers so each part can be left out and timed.
+// it may leave its own last layer to the next stage or compute the next stage's first. It holds every
+// layer it may compute in one StageForward, runs the consecutive ones each micro-batch asks for, and
+// times the layers beside each cut apart from its own.
 
+#include <chrono>
 #include <memory>
+#include <vector>
 
 #include "cnet/launcher/boundary_swing.hpp"
 #include "cnet/launcher/forward.hpp"
@@ -35,14 +38,16 @@ class SwingStage : public StageCompute {
   void forward(std::span<const float> in, std::size_t rows, std::vector<float>& out, const std::function<void()>& progress = {}) override {
     forward(in, rows, CutMove::keep, CutMove::keep, out, progress);
   }
-  std::string device() const override { return main_->device(); }
+  std::string device() const override { return layers_->device(); }
 
  private:
   CutSwing before_, after_;
   std::size_t width_in_ = 0, width_out_ = 0;
-  // The previous stage's last layer, this stage's first, its fixed middle, its last, the next stage's first.
-  std::unique_ptr<StageForward> prev_last_, first_, main_, last_, next_first_;
-  std::vector<float> a_, b_;
+  std::size_t first_ = 0, last_ = 0;  // the model layers [first_, last_) this stage holds when nothing moves
+  // Those, with the previous stage's last layer where it may be given and the next stage's first
+  // where it may be taken.
+  std::unique_ptr<StageForward> layers_;
+  std::vector<std::chrono::steady_clock::time_point> done_;  // when each layer of a micro-batch ended
 };
 
 }  // namespace cnet::launcher
