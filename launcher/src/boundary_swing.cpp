@@ -55,7 +55,7 @@ void BoundarySwing::downstream_measured(const SwingReport& r, std::size_t rows) 
   if (const double s = seconds_of(r, rows); s > 0) down_total_ += s, down_.add(r);
 }
 
-CutMove BoundarySwing::next(std::size_t rows) {
+CutMove BoundarySwing::next(std::size_t rows, bool last) {
   ++decided_;
   auto decide = [&](CutMove m) {
     unreported_.push_back({rows, m});
@@ -63,6 +63,17 @@ CutMove BoundarySwing::next(std::size_t rows) {
     given_ += m == CutMove::give;
     return m;
   };
+  // Filling and draining: the downstream stage has nothing to do until the first micro-batch arrives,
+  // and the upstream nothing after the last, so the first goes on a layer sooner and the last takes
+  // that layer back. Each end of the pipeline is a layer shorter; in between the layer counts as owed.
+  if (decided_ == 1 && !last && may_.give && may_.take) {
+    owed_rows_ = rows;
+    return decide(CutMove::give);
+  }
+  if (last && owed_rows_ > 0) {
+    owed_rows_ = 0;
+    return decide(CutMove::take);
+  }
   const auto uo = up_.own.median(), dn = down_.own.median();
   if (!uo || !dn) return decide(CutMove::keep);
   // A layer's cost on the side that has not computed it yet: the other side's, until it has (the stages'
@@ -74,12 +85,14 @@ CutMove BoundarySwing::next(std::size_t rows) {
   // and the downstream's first only if it takes it.
   auto up_per_row = [&](CutMove m) { return *uo + (m != CutMove::give ? up_last.value_or(0) : 0) + (m == CutMove::take ? *up_first : 0); };
   auto down_per_row = [&](CutMove m) {
-    return *dn + (m == CutMove::give ? *down_last : 0) + (m != CutMove::take ? down_first.value_or(0) : 0);
+    return *dn + (m == CutMove::give ? down_last.value_or(0) : 0) + (m != CutMove::take ? down_first.value_or(0) : 0);
   };
-  double down = down_total_;
+  const double owed = static_cast<double>(owed_rows_);
+  const double up = up_total_ + owed * up_first.value_or(0);
+  double down = down_total_ - owed * down_first.value_or(0);
   for (const Pending& p : unreported_) down += static_cast<double>(p.rows) * down_per_row(p.move);
   const double r = static_cast<double>(rows);
-  auto gap = [&](CutMove m) { return std::fabs(up_total_ + r * up_per_row(m) - (down + r * down_per_row(m))); };
+  auto gap = [&](CutMove m) { return std::fabs(up + r * up_per_row(m) - (down + r * down_per_row(m))); };
   CutMove best = CutMove::keep;
   if (may_.take && up_first && down_first && last_slack_ >= 0.5 * r * *up_first && gap(CutMove::take) < gap(best)) best = CutMove::take;
   if (may_.give && up_last && down_last && gap(CutMove::give) < gap(best)) best = CutMove::give;

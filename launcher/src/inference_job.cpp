@@ -530,7 +530,7 @@ CutShares run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch
     job.forward->expect_next(j + 1 < mine.size() ? mine[j + 1].rows : 0);
     if (job.swing) {
       const CutMove arrived = first_swings ? arrived_move(inbox[j % 2].rows.back()) : CutMove::keep;
-      const CutMove move = next_swings ? cut.next(mb.rows) : CutMove::keep;
+      const CutMove move = next_swings ? cut.next(mb.rows, j + 1 == mine.size()) : CutMove::keep;
       SwingStage::Timing t;
       busy.time(mb.index, static_cast<std::uint32_t>(mb.rows),
                 [&] { t = job.swing->forward(x, mb.rows, arrived, move, result, let_transfers_progress); });

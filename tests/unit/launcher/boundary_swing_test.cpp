@@ -18,13 +18,14 @@ struct Speeds {
 };
 // A run of micro-batches of `rows` rows through two stages, timed as a pipeline: the downstream stage
 // begins each when it has finished the one before and the upstream has sent it, and its reports reach
-// the upstream `lag` micro-batches late.
-BoundarySwing run(BoundarySwing cut, const std::vector<Speeds>& speeds, std::size_t rows, std::size_t lag) {
+// the upstream `lag` micro-batches late. `finished`: when the downstream stage finished the last.
+BoundarySwing run(BoundarySwing cut, const std::vector<Speeds>& speeds, std::size_t rows, std::size_t lag, double* finished = nullptr) {
   std::deque<SwingReport> in_flight;
   const double r = static_cast<double>(rows);
   double up_done = 0, down_done = 0;  // when each stage finished its last micro-batch
-  for (const Speeds& s : speeds) {
-    const CutMove m = cut.next(rows);
+  for (std::size_t j = 0; j < speeds.size(); ++j) {
+    const Speeds& s = speeds[j];
+    const CutMove m = cut.next(rows, j + 1 == speeds.size());
     const bool up_last = m != CutMove::give, up_first = m == CutMove::take;
     up_done += r * (s.up_own + (up_last + up_first) * s.up_layer);
     cut.upstream_measured({s.up_own, up_last ? s.up_layer : -1, up_first ? s.up_layer : -1}, rows);
@@ -34,18 +35,43 @@ BoundarySwing run(BoundarySwing cut, const std::vector<Speeds>& speeds, std::siz
     if (in_flight.size() > lag) cut.downstream_measured(in_flight.front(), rows), in_flight.pop_front();
   }
   while (!in_flight.empty()) cut.downstream_measured(in_flight.front(), rows), in_flight.pop_front();
+  if (finished) *finished = down_done;
   return cut;
 }
 std::vector<Speeds> steady(Speeds s, std::size_t n) { return std::vector<Speeds>(n, s); }
 double share(std::size_t n, const BoundarySwing& cut) { return static_cast<double>(n) / static_cast<double>(cut.decided()); }
 }  // namespace
 
-TEST(BoundarySwing, KeepsThePlannedSplitUntilTheDownstreamStageReports) {
+TEST(BoundarySwing, GivesTheFirstMicroBatchThenKeepsThePlannedSplitUntilTheDownstreamStageReports) {
   BoundarySwing cut;
-  cut.upstream_measured({1.0, 0.2, -1}, 10);
+  EXPECT_EQ(cut.next(10), CutMove::give);  // the downstream stage has nothing to do until it arrives
+  cut.upstream_measured({1.0, -1, -1}, 10);
   EXPECT_EQ(cut.next(10), CutMove::keep);
   EXPECT_EQ(cut.next(10), CutMove::keep);
-  EXPECT_EQ(cut.decided(), 2u);
+  EXPECT_EQ(cut.next(10, true), CutMove::take);  // the last takes the layer back: the upstream is done
+  EXPECT_EQ(cut.decided(), 4u);
+  // Only where the layer can come back at the end; and a lone micro-batch gains nothing either way.
+  BoundarySwing no_give(CutSwing{false, true}), no_take(CutSwing{true, false}), lone;
+  EXPECT_EQ(no_give.next(10), CutMove::keep);
+  EXPECT_EQ(no_take.next(10), CutMove::keep);
+  EXPECT_EQ(no_take.next(10, true), CutMove::keep);
+  EXPECT_EQ(lone.next(10, true), CutMove::keep);
+}
+
+TEST(BoundarySwing, FillsAndDrainsThePipelineALayerSooner) {
+  // Two equal stages of 8 layers: fixed, the downstream stage starts after the upstream's 8 layers and
+  // ends 33 micro-batches' worth of 8 layers after the start. With the first micro-batch's layer given
+  // on and the last's taken back, it starts a layer sooner and its last micro-batch is a layer shorter.
+  const std::size_t rows = 10;
+  for (std::size_t batches : {2, 3, 32}) {
+    double fixed = 0, swinging = 0;
+    run(BoundarySwing(CutSwing{false, false}), steady({0.7, 0.7, 0.1, 0.1}, batches), rows, 1, &fixed);
+    auto cut = run(BoundarySwing{}, steady({0.7, 0.7, 0.1, 0.1}, batches), rows, 1, &swinging);
+    EXPECT_NEAR(fixed, static_cast<double>(batches + 1) * 8, 1e-9);
+    EXPECT_NEAR(swinging, fixed - rows * 0.1, 1e-9) << batches << " micro-batches";
+    EXPECT_EQ(cut.given(), 1u);
+    EXPECT_EQ(cut.taken(), 1u);
+  }
 }
 
 TEST(BoundarySwing, EvensOutASlowerDownstreamStage) {
@@ -55,7 +81,7 @@ TEST(BoundarySwing, EvensOutASlowerDownstreamStage) {
   // without it): the downstream keeps a little input queued, so that taking a layer never starves it.
   auto cut = run(BoundarySwing{}, steady({1.0, 1.1, 0.2, 0.2}, 200), 10, 2);
   EXPECT_NEAR(share(cut.taken(), cut), 0.25, 0.03);
-  EXPECT_EQ(cut.given(), 0u);
+  EXPECT_EQ(cut.given(), 1u);  // the first micro-batch's only
   EXPECT_LT(std::fabs(cut.upstream_seconds() - cut.downstream_seconds()), 3 * 10 * 0.2);
 }
 
@@ -63,7 +89,7 @@ TEST(BoundarySwing, EvensOutASlowerUpstreamStage) {
   // Now the upstream is 10% slower: it leaves its last layer to the downstream for a quarter of them.
   auto cut = run(BoundarySwing{}, steady({1.1, 1.0, 0.2, 0.2}, 200), 10, 2);
   EXPECT_NEAR(share(cut.given(), cut), 0.25, 0.03);
-  EXPECT_EQ(cut.taken(), 0u);
+  EXPECT_EQ(cut.taken(), 1u);  // the last micro-batch's only
   EXPECT_LT(std::fabs(cut.upstream_seconds() - cut.downstream_seconds()), 3 * 10 * 0.2);
 }
 
@@ -86,6 +112,7 @@ TEST(BoundarySwing, TakesALayerOnlyWhileTheDownstreamStageHasInputWaiting) {
   // Behind in computing time, yet its input arrives just in time (in lockstep): taking a layer would
   // only make it wait that much longer for the micro-batch.
   BoundarySwing cut;
+  EXPECT_EQ(cut.next(10), CutMove::give);  // the first micro-batch, measured below
   cut.upstream_measured({1.0, 0.2, -1}, 10);
   cut.downstream_measured({1.5, -1, 0.2, 0.1}, 10);
   EXPECT_EQ(cut.next(10), CutMove::keep);
@@ -96,6 +123,7 @@ TEST(BoundarySwing, TakesALayerOnlyWhileTheDownstreamStageHasInputWaiting) {
 TEST(BoundarySwing, GivesALayerWheneverTheUpstreamStageIsBehind) {
   // Giving sends the micro-batch sooner: no waiting downstream is needed for it.
   BoundarySwing cut;
+  EXPECT_EQ(cut.next(10), CutMove::give);  // the first micro-batch, measured below
   cut.upstream_measured({1.5, 0.2, -1}, 10);
   cut.downstream_measured({1.0, -1, 0.2, 2.0}, 10);
   EXPECT_EQ(cut.next(10), CutMove::give);
@@ -127,6 +155,7 @@ TEST(BoundarySwing, FollowsSpeedsThatChange) {
 
 TEST(BoundarySwing, AReportThatMeasuredNothingCountsForNothing) {
   BoundarySwing cut;
+  EXPECT_EQ(cut.next(10), CutMove::give);  // the first micro-batch, measured below
   cut.upstream_measured({std::nan(""), -1, -1}, 10);
   cut.downstream_measured({-1, -1, -1, 0}, 10);
   EXPECT_EQ(cut.upstream_seconds(), 0);

@@ -50,8 +50,10 @@ class BoundarySwing {
   // pipeline waits on neither. A layer is taken only while the downstream's input waits for it at least
   // half as long as the layer takes: in lockstep a layer taken upstream only delays the micro-batch
   // downstream by what it saves there. (Giving a layer sends the micro-batch sooner, so it never makes
-  // the downstream wait.) Until the downstream stage has reported, the split stays as planned.
-  CutMove next(std::size_t rows);
+  // the downstream wait.) Where the cut moves both ways, the first micro-batch gives its layer and the
+  // last (`last`) takes one back, so filling and draining the pipeline each take a layer less; in
+  // between, until the downstream stage has reported, the split stays as planned.
+  CutMove next(std::size_t rows, bool last = false);
   // The upstream's own measurement of each micro-batch, after computing it; the downstream stage's
   // reports, in micro-batch order.
   void upstream_measured(const SwingReport& r, std::size_t rows);
@@ -83,6 +85,7 @@ class BoundarySwing {
   Side up_, down_;
   double up_total_ = 0, down_total_ = 0;  // seconds computed, the downstream's as reported
   double last_slack_ = 0;                 // the downstream's latest report's
+  std::size_t owed_rows_ = 0;             // rows of the first micro-batch, whose given layer the last takes back
   struct Pending {
     std::size_t rows;
     CutMove move;
