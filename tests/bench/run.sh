@@ -91,20 +91,22 @@ for round in 1 2 3; do
   mpi_us+=("$(mpirun --allow-run-as-root --oversubscribe -np 2 "$build/bin/bench_mpi_allreduce" 67108864 10 2>/dev/null | tail -n1)")
   echo "  same-node round $round: cnet-perf --local 2 p2p 4 MiB ($(/usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["transports"])' <<<"${shm_bw[-1]}")), ucx_perftest tag_bw, allreduce 64 MiB fast and deterministic, Open MPI allreduce ${mpi_us[-1]} us"
 done
-p2p_bw=$(cnet_perf p2p --min-size 4194304 --max-size 4194304 --iters 400)
-echo "  cnet-perf p2p 4 MiB across nodes done"
-ucx_bw=$(perftest tag_bw 4194304 400 -e)
-echo "  ucx_perftest -e tag_bw: $ucx_bw"
-p2p_lat=$(cnet_perf p2p --min-size 8 --max-size 8 --iters 20000 --warmup 1000)
-echo "  cnet-perf p2p 8 B across nodes done"
-ucx_lat=$(perftest tag_lat 8 20000 -e)
-echo "  ucx_perftest -e tag_lat: $ucx_lat"
+# Cross-node pairs the same way: one tcp-over-loopback run alone swung from 0.73x to 1.19x of its peer.
+p2p_bw=() ucx_bw=() p2p_lat=() ucx_lat=()
+for round in 1 2 3; do
+  p2p_bw+=("$(cnet_perf p2p --min-size 4194304 --max-size 4194304 --iters 400 | compact)")
+  ucx_bw+=("$(perftest tag_bw 4194304 400 -e)")
+  p2p_lat+=("$(cnet_perf p2p --min-size 8 --max-size 8 --iters 20000 --warmup 1000 | compact)")
+  ucx_lat+=("$(perftest tag_lat 8 20000 -e)")
+  echo "  cross-node round $round: cnet-perf p2p 4 MiB and 8 B, ucx_perftest -e tag_bw and tag_lat"
+done
 ar_tcp=$(cnet_perf allreduce --min-size 67108864 --max-size 67108864 --iters 10 --warmup 4)
 echo "  cnet-perf allreduce 64 MiB across nodes done"
 mpi_tcp_us=$(mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self -np 2 "$build/bin/bench_mpi_allreduce" 67108864 10 2>/dev/null | tail -n1)
 echo "  Open MPI allreduce 64 MiB over tcp: ${mpi_tcp_us} us"
 join() { local IFS=$'\n'; echo "$*"; }  # one value per line: JSON documents are single lines
-/usr/bin/python3 - "$(join "${shm_bw[@]}")" "$(join "${ucx_shm_bw[@]}")" "$p2p_bw" "$ucx_bw" "$p2p_lat" "$ucx_lat" \
+/usr/bin/python3 - "$(join "${shm_bw[@]}")" "$(join "${ucx_shm_bw[@]}")" "$(join "${p2p_bw[@]}")" "$(join "${ucx_bw[@]}")" \
+  "$(join "${p2p_lat[@]}")" "$(join "${ucx_lat[@]}")" \
   "$(join "${ar_fast[@]}")" "$(join "${ar_det[@]}")" "$ar_tcp" "$(join "${mpi_us[@]}")" "$mpi_tcp_us" <<'PY'
 import json, statistics, sys
 shm_bw, ucx_shm_bw, p2p_bw, ucx_bw, p2p_lat, ucx_lat, ar_fast, ar_det, ar_tcp, mpi_us, mpi_tcp_us = sys.argv[1:12]
@@ -118,12 +120,14 @@ ucx_shm = median(ucx_shm_bw, ucx_gbytes)
 r = cnet_shm / ucx_shm
 print(f"transport: same-node p2p 4 MiB {cnet_shm:.2f} GB/s (peer failures detected) vs plain ucx_perftest {ucx_shm:.2f} GB/s, "
       f"medians of 3 alternating rounds: ratio {r:.2f}x (target >= 0.95x: {verdict(r >= 0.95)})")
-r = first(p2p_bw, "bandwidth_gbytes") / ucx_gbytes(ucx_bw)
-print(f"transport: cross-node p2p 4 MiB {first(p2p_bw, 'bandwidth_gbytes'):.2f} GB/s vs ucx_perftest -e {ucx_gbytes(ucx_bw):.2f} GB/s: "
-      f"ratio {r:.2f}x (target >= 0.95x: {verdict(r >= 0.95)})")
-lat = first(p2p_lat, "latency_p50_us") / float(ucx_lat.split()[2])
-print(f"transport: cross-node p2p 8 B latency P50 {first(p2p_lat, 'latency_p50_us'):.2f} us vs ucx_perftest -e "
-      f"{float(ucx_lat.split()[2]):.2f} us: ratio {lat:.2f}x (target <= 1.10x: {verdict(lat <= 1.10)})")
+cnet_bw, ucx_tcp_bw = median(p2p_bw, lambda l: first(l, "bandwidth_gbytes")), median(ucx_bw, ucx_gbytes)
+r = cnet_bw / ucx_tcp_bw
+print(f"transport: cross-node p2p 4 MiB {cnet_bw:.2f} GB/s vs ucx_perftest -e {ucx_tcp_bw:.2f} GB/s, "
+      f"medians of 3 alternating rounds: ratio {r:.2f}x (target >= 0.95x: {verdict(r >= 0.95)})")
+cnet_p50, ucx_p50 = median(p2p_lat, lambda l: first(l, "latency_p50_us")), median(ucx_lat, lambda l: float(l.split()[2]))
+lat = cnet_p50 / ucx_p50
+print(f"transport: cross-node p2p 8 B latency P50 {cnet_p50:.2f} us vs ucx_perftest -e {ucx_p50:.2f} us, "
+      f"medians of 3 alternating rounds: ratio {lat:.2f}x (target <= 1.10x: {verdict(lat <= 1.10)})")
 fast_us, det_us = (median(runs, lambda l: first(l, "latency_avg_us")) for runs in (ar_fast, ar_det))
 mpi = median(mpi_us, float)
 for name, us in (("fast", fast_us), ("deterministic", det_us)):
@@ -137,5 +141,10 @@ print(f"transport: cross-node allreduce 64 MiB on 2 ranks over tcp {tcp_us / 100
 PY
 
 # pipeline: cnet-run on 2 stages / 2 replicas vs one process on the same model and input, same script.
+# The pipeline needs no Slurm: with the minicluster's daemons still running, its two busy ranks shared
+# the two cores with them while the one process it is measured against had a core to spare (inside this
+# script 2 stages reached 1.87-1.89x in four runs, on their own 1.91-1.92x in the same hour).
+"$mc" down >/dev/null
+cleanup() { rm -f "$json"; }
 echo "== pipeline: cnet-run --local 2 vs one process"
 bash "$repo/tests/bench/pipeline.sh" "$build"
