@@ -9,11 +9,20 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
-unsigned scaled(const LinkTestOptions& o, std::size_t bytes) {
-  return static_cast<unsigned>(std::clamp<std::size_t>(o.bytes_per_size / std::max<std::size_t>(bytes, 1), 5, o.iters));
+unsigned scaled(std::size_t budget, std::size_t bytes, unsigned most) {
+  return static_cast<unsigned>(std::clamp<std::size_t>(budget / std::max<std::size_t>(bytes, 1), 5, std::max(most, 5u)));
 }
 
 }  // namespace
+
+unsigned LinkTestOptions::repetitions(std::size_t bytes) const {
+  return exact_iters ? iters : scaled(bytes_per_size, bytes, iters);
+}
+
+unsigned LinkTestOptions::bandwidth_rounds(std::size_t bytes) const {
+  if (exact_iters) return (iters + std::max(window, 1u) - 1) / std::max(window, 1u);
+  return std::max(2u, scaled(bytes_per_size, bytes * window, iters));
+}
 
 std::vector<std::size_t> LinkTestOptions::size_ladder(std::size_t min, std::size_t max) {
   std::vector<std::size_t> out;
@@ -35,7 +44,7 @@ PerfRow measure_link(UcxChannel& ch, std::uint32_t peer, bool leader, std::size_
   PerfRow row{bytes};
   // Latency: ping-pong, one sample per round trip (half of it). Receives are posted before the message
   // can arrive, as ucx_perftest does, so no sample pays for the unexpected-message path.
-  unsigned n = scaled(o, bytes);
+  unsigned n = o.repetitions(bytes);
   std::vector<double> samples;
   auto pending = leader ? nullptr : ch.recv(peer, 1, buf);
   for (unsigned i = 0; i < n + o.warmup; ++i) {
@@ -58,7 +67,7 @@ PerfRow measure_link(UcxChannel& ch, std::uint32_t peer, bool leader, std::size_
   row.latency_p50_us = percentile(samples, 50);
   row.latency_p99_us = percentile(samples, 99);
   // Bandwidth: a window of messages in flight, then one acknowledgement; round 0 warms up.
-  unsigned rounds = std::max(2u, scaled(o, bytes * o.window));
+  unsigned rounds = o.bandwidth_rounds(bytes);
   Clock::time_point start;
   for (unsigned round = 0; round < rounds + 1; ++round) {
     if (round == 1) start = Clock::now();

@@ -68,7 +68,7 @@ PerfRow allreduce_size(UcxChannel& ch, Collectives& coll, std::size_t bytes, con
   std::size_t count = std::max<std::size_t>(bytes / sizeof(float), 1);
   std::vector<float> input(count), data(count);
   for (std::size_t i = 0; i < count; ++i) input[i] = contribution(ch.rank(), i);
-  unsigned n = static_cast<unsigned>(std::clamp<std::size_t>(s.link.bytes_per_size / std::max<std::size_t>(bytes, 1), 5, s.link.iters));
+  unsigned n = s.link.repetitions(bytes);
   unsigned warmup = std::max(1u, s.link.warmup / 4);
   std::vector<double> samples;
   for (unsigned i = 0; i < n + warmup; ++i) {
@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
   opts.add_options()("help,h", "show this help")("version", "print the version")
       ("min-size", po::value(&s.min_size)->default_value(s.min_size), "smallest message in bytes")
       ("max-size", po::value(&s.max_size)->default_value(s.max_size), "largest message in bytes (sizes grow x4)")
-      ("iters", po::value(&s.link.iters)->default_value(s.link.iters), "repetitions per size (fewer for large sizes)")
+      ("iters", po::value(&s.link.iters)->default_value(s.link.iters), "repetitions per size: ping-pongs and messages (p2p), calls (allreduce); by default up to 200, fewer for large sizes; given, exactly this many at every size")
       ("warmup", po::value(&s.link.warmup)->default_value(s.link.warmup), "untimed repetitions first")
       ("reduce", po::value(&reduce)->default_value(reduce), "allreduce: fast or deterministic")
       ("local", po::value(&local), "run N ranks on this machine with cnet's own PMIx server")
@@ -214,6 +214,7 @@ int main(int argc, char** argv) {
     s.reduce = reduce == "fast" ? ReduceMode::fast : ReduceMode::deterministic;
     if (s.min_size == 0 || s.min_size > s.max_size || s.max_size > (1ull << 32)) throw po::error("need 0 < --min-size <= --max-size <= 4 GiB");
     if (s.link.iters == 0) throw po::error("--iters must be at least 1");
+    s.link.exact_iters = !vm["iters"].defaulted();
     if (tolerance <= 0 || tolerance >= 1) throw po::error("--tolerance must be between 0 and 1");
     if (!sweep_argument.empty()) {
       if (mode != "p2p") throw po::error("--sweep measures p2p");

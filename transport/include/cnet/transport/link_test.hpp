@@ -18,6 +18,15 @@ struct LinkTestOptions {
   std::vector<std::size_t> sizes = size_ladder(8, 64ull << 20);
   unsigned iters = 200, warmup = 20, window = 16;
   std::size_t bytes_per_size = 256ull << 20;  // large sizes repeat less, so every size takes similar time
+  // The count someone asked for, at every size: a peer tool measuring the same link (ucx_perftest -n,
+  // Open MPI) repeats exactly that often, and a short sample of large messages swings with every hiccup.
+  bool exact_iters = false;
+
+  // Timed repetitions of one size: ping-pongs for latency, calls for a collective. Up to `iters`, fewer
+  // for large sizes (at least 5) unless `exact_iters`.
+  unsigned repetitions(std::size_t bytes) const;
+  // Timed windows of `window` messages for bandwidth: at least `iters` messages when `exact_iters`.
+  unsigned bandwidth_rounds(std::size_t bytes) const;
 
   // Message sizes from `min` to `max`, growing x4.
   static std::vector<std::size_t> size_ladder(std::size_t min, std::size_t max);
