@@ -20,8 +20,8 @@ unsigned LinkTestOptions::repetitions(std::size_t bytes) const {
 }
 
 unsigned LinkTestOptions::bandwidth_rounds(std::size_t bytes) const {
-  if (exact_iters) return (iters + std::max(window, 1u) - 1) / std::max(window, 1u);
-  return std::max(2u, scaled(bytes_per_size, bytes * window, iters));
+  const unsigned per_round = std::max(window, 1u);
+  return exact_iters ? (iters + per_round - 1) / per_round : scaled(bytes_per_size, bytes * per_round, iters);
 }
 
 std::vector<std::size_t> LinkTestOptions::size_ladder(std::size_t min, std::size_t max) {
