@@ -4,7 +4,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$(cd "${1:-$repo/build}" && pwd)  # absolute: the minicluster writes it into its configuration
-fixtures=${CNET_FIXTURES_DIR:-$repo/../shared/fixtures}
+fixtures=${CNET_FIXTURES_DIR:-$repo/tests/fixtures}
 
 # topology: full discovery + every emitter on the largest fixture; target < 50 ms median.
 largest=$(ls -S "$fixtures"/hwloc/*.xml | head -n1)
