@@ -2,11 +2,11 @@
 // against the GPU's F32 peak (SMs x 128 FP32 lanes x 2 flops x clock). Needs a GPU; tests/gpu/run.sh.
 #include <cstdio>
 
-#include "cnet/launcher/gpu_stage.hpp"
+#include "cnet/inference/gpu_stage.hpp"
 
 int main() {
   try {
-    const auto& cuda = cnet::launcher::CudaStageModule::load();
+    const auto& cuda = cnet::inference::CudaStageModule::load();
     cnet_cuda_device d = cuda.device(0);
     double peak = d.multiprocessors * 128.0 * 2 * d.clock_khz * 1e3 / 1e12;
     double got = cuda.gemm_tflops(0, 8192);
