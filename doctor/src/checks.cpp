@@ -216,7 +216,7 @@ std::vector<CheckResult> run_checks(const NodeFacts& f, const DoctorConfig& c) {
   }
 
   if (on("memlock")) {
-    bool rdma = std::any_of(f.topology.nics.begin(), f.topology.nics.end(), [](const topology::Nic& n) { return !n.rdma_device.empty(); });
+    bool rdma = std::any_of(f.topology.nics.begin(), f.topology.nics.end(), [](const topology::Nic& n) { return n.is_rdma(); });
     if (!f.memlock_bytes) add("memlock", Status::pass, "unlimited");
     else
       add("memlock", rdma ? severity(c, "memlock") : Status::warn,
@@ -237,8 +237,8 @@ std::vector<CheckResult> run_checks(const NodeFacts& f, const DoctorConfig& c) {
       if (!f.topology_hung) add("nics", Status::warn, "topology not readable: " + f.topology_problem, "run cnet-topo on the node to see why");
     } else {
       topology::CheckOptions options;
-      options.fabric = c.list("mtu.nics").empty() ? f.job_fabric : c.list("mtu.nics");
-      bool rdma = std::any_of(f.topology.nics.begin(), f.topology.nics.end(), [](const topology::Nic& n) { return n.kind != topology::NicKind::eth; });
+      options.fabric = c.list("mtu.nics").empty() ? f.job_fabric : topology::NicSelection::exactly(c.list("mtu.nics"));
+      bool rdma = std::any_of(f.topology.nics.begin(), f.topology.nics.end(), [](const topology::Nic& n) { return n.is_rdma(); });
       const auto& excluded = c.list("nics.exclude");
       bool any = false;
       for (const auto& finding : topology::check_links(f.topology, options)) {

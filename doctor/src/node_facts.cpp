@@ -323,11 +323,16 @@ void read_held_jobs(const GatherOptions& o, const std::string& slurm_conf, NodeF
 }
 
 void find_job_interface(const GatherOptions& o, NodeFacts& f) {
-  for (const auto& name : f.job_fabric)
-    if (fs::exists(under(o.root, "/sys/class/net/" + name))) {
-      f.job_interface = name;
-      break;
-    }
+  if (!f.job_fabric.empty()) {  // the first interface (by name) the job's variables select
+    std::error_code ec;
+    std::set<std::string> names;
+    for (const auto& e : fs::directory_iterator(under(o.root, "/sys/class/net"), ec)) names.insert(e.path().filename().string());
+    for (const auto& name : names)
+      if (name != "lo" && f.job_fabric.selects(name)) {
+        f.job_interface = name;
+        break;
+      }
+  }
   if (f.job_interface.empty() && o.root == "/")
     if (auto it = f.resolved.find(f.hostname); it != f.resolved.end()) f.job_interface = common::interface_with_address(it->second);
   if (!f.job_interface.empty())
@@ -346,16 +351,6 @@ std::optional<std::uint32_t> running_slurm_version(const GatherOptions& o) {
   return std::nullopt;
 }
 
-// The NICs the job environment names (UCX_NET_DEVICES=mlx5_0:1,eth0  NCCL_SOCKET_IFNAME==ib0,eth0).
-std::vector<std::string> job_fabric_from_environment() {
-  std::vector<std::string> out;
-  for (const char* var : {"UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME"}) {
-    const char* v = std::getenv(var);
-    if (!v || std::string(v) == "all") continue;
-    for (auto item : common::split(v[0] == '=' || v[0] == '^' ? v + 1 : v)) out.push_back(item.substr(0, item.find(':')));
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -387,7 +382,7 @@ NodeFacts gather_facts(const GatherOptions& o) {
     f.clock.synchronized = state != TIME_ERROR && !(tx.status & STA_UNSYNC);
     f.clock.offset_ms = static_cast<double>(tx.offset) / ((tx.status & STA_NANO) ? 1e6 : 1e3);
     f.clock.max_error_ms = static_cast<double>(tx.maxerror) / 1e3;
-    f.job_fabric = job_fabric_from_environment();
+    f.job_fabric = topology::NicSelection::from_environment(std::getenv);
   }
 
   std::istringstream swaps(read_text(under(o.root, "/proc/swaps")));

@@ -23,7 +23,6 @@ std::vector<unsigned> gpus_of_task(const TaskRequest& r) {
   return {first, last};
 }
 
-bool rdma(const Nic& n) { return n.kind != NicKind::eth && !n.rdma_device.empty(); }
 
 std::vector<unsigned> cpus_of(const std::string& list) { return common::parse_ranges(list, 1u << 16).value_or(std::vector<unsigned>{}); }
 
@@ -68,7 +67,7 @@ TaskEnvironment plan_task_environment(const topology::NodeTopology& topo, const 
   if (!r.template_name.empty()) vars.emplace_back("CNET_TEMPLATE", r.template_name);
   if (!r.nccl_topo_file.empty()) vars.emplace_back("NCCL_TOPO_FILE", r.nccl_topo_file);
 
-  bool node_has_rdma = std::any_of(topo.nics.begin(), topo.nics.end(), rdma);
+  bool node_has_rdma = std::any_of(topo.nics.begin(), topo.nics.end(), [](const Nic& n) { return n.is_rdma(); });
   if (r.net == NetMode::rdma && !node_has_rdma) {
     env.error = "--cnet-net=rdma but node " + topo.hostname + " has no RDMA NIC (" +
                 std::to_string(topo.nics.size()) + " NICs, none InfiniBand/RoCE); use --cnet-net=auto or tcp";
@@ -77,7 +76,7 @@ TaskEnvironment plan_task_environment(const topology::NodeTopology& topo, const 
   auto allocated = [&](const Nic& n) {
     return r.allocated_rdma.empty() || std::find(r.allocated_rdma.begin(), r.allocated_rdma.end(), n.rdma_device) != r.allocated_rdma.end();
   };
-  bool have_allocated = std::any_of(topo.nics.begin(), topo.nics.end(), [&](const Nic& n) { return rdma(n) && allocated(n); });
+  bool have_allocated = std::any_of(topo.nics.begin(), topo.nics.end(), [&](const Nic& n) { return n.is_rdma() && allocated(n); });
   bool use_rdma = r.net != NetMode::tcp && node_has_rdma && have_allocated;
   bool keep_gres_nics = !r.allocated_rdma.empty() && !have_allocated && r.net != NetMode::tcp;
   bool keep_users_nics = r.user_nic_variables && !r.inherited_nics && !r.bind_requested && !r.net_requested;
@@ -104,7 +103,7 @@ TaskEnvironment plan_task_environment(const topology::NodeTopology& topo, const 
   // the chosen kind, letting the libraries choose among them.
   std::vector<const Nic*> nics;
   // A DOWN or INIT port is never handed to a task: the job would die on it.
-  auto wanted = [&](const Nic& n) { return topology::usable(n) && (use_rdma ? rdma(n) && allocated(n) : !n.netdev.empty()); };
+  auto wanted = [&](const Nic& n) { return topology::usable(n) && (use_rdma ? n.is_rdma() && allocated(n) : !n.netdev.empty()); };
   if (keep_gres_nics || keep_users_nics) {
     // gres/rdma set the task's NICs to devices this topology does not describe, or the user chose them
     // and asked cnet for nothing: leave them.

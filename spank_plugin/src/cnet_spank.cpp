@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -323,12 +324,15 @@ std::vector<std::string> check_this_node(spank_t sp) {
   }
   topo::CheckOptions options;
   options.tcp_fabric = g_options.net == NetMode::tcp;
-  if (getenv_of(sp, "CNET_NICS").empty())  // the user's own choice, not one cnet made for an enclosing step
-    for (const char* var : {"UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME"}) {
-      std::string v = getenv_of(sp, var);
-      if (!plain_value(v.starts_with("=") ? v.substr(1) : v, 1024)) continue;
-      for (const auto& item : cnet::common::split(v.starts_with("=") ? v.substr(1) : v)) options.fabric.push_back(item.substr(0, item.find(':')));
-    }
+  if (getenv_of(sp, "CNET_NICS").empty()) {  // the user's own choice, not one cnet made for an enclosing step
+    std::map<std::string, std::string> env;  // kept alive while the selection is read from it
+    options.fabric = topo::NicSelection::from_environment([&](const char* var) -> const char* {
+      std::string v = getenv_of(sp, var);  // NIC names after NCCL's '^' / '=' markers, nothing else
+      std::size_t marks = v.find_first_not_of("^=");
+      if (marks > 2 || !plain_value(std::string_view(v).substr(marks), 1024)) return nullptr;
+      return env.insert_or_assign(var, std::move(v)).first->second.c_str();
+    });
+  }
   std::vector<std::string> lines;
   for (const auto& f : topo::check_links(*now, options))
     if (f.kind == topo::FindingKind::link_fault) lines.push_back("--cnet-check: " + f.subject + ": " + f.problem + " -- fix: " + f.fix);

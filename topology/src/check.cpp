@@ -21,9 +21,8 @@ const char* to_string(FindingKind kind) {
 namespace {
 
 bool in_fabric(const Nic& n, const CheckOptions& o) {
-  if (!o.fabric.empty())
-    return std::any_of(o.fabric.begin(), o.fabric.end(), [&](const std::string& f) { return f == n.name || f == n.netdev || f == n.rdma_device; });
-  return o.tcp_fabric ? n.kind == NicKind::eth && !n.netdev.empty() : n.kind != NicKind::eth;
+  if (!o.fabric.empty()) return o.fabric.selects(n);
+  return o.tcp_fabric ? !n.is_rdma() && !n.netdev.empty() : n.is_rdma();
 }
 
 }  // namespace
@@ -68,14 +67,14 @@ std::vector<Finding> check_links(const NodeTopology& topo, const CheckOptions& o
   }
 
   if (!topo.nics.empty()) {
-    bool any_rdma = std::any_of(topo.nics.begin(), topo.nics.end(), [](const Nic& n) { return n.kind != NicKind::eth; });
+    bool any_rdma = std::any_of(topo.nics.begin(), topo.nics.end(), [](const Nic& n) { return n.is_rdma(); });
     for (const auto& p : pair_gpus_with_nics(topo)) {
       const Gpu& g = topo.gpus[p.gpu];
       std::string gpu = "GPU" + std::to_string(g.index);
       if (p.nic < 0) {
         std::vector<std::string> seen;
         for (const auto& n : topo.nics)
-          if (!any_rdma || n.kind != NicKind::eth) seen.push_back(n.name + " (" + (n.state.empty() ? "state unknown" : n.state) + ")");
+          if (!any_rdma || n.is_rdma()) seen.push_back(n.name + " (" + (n.state.empty() ? "state unknown" : n.state) + ")");
         findings.push_back({gpu, "no usable NIC for " + gpu + " (" + g.pci.bus_id + "): " + common::join(seen, ", "),
                             "bring a port up (ibstat; check the cable and that the subnet manager sees it); jobs on this GPU get no NIC binding until then",
                             FindingKind::link_fault, "pairing"});

@@ -20,7 +20,7 @@ std::string node_prefix(const NodeTopology& topo) { return topo.hostname.empty()
 std::vector<const Nic*> rdma_nics(const NodeTopology& topo) {
   std::vector<const Nic*> out;
   for (const auto& n : topo.nics)
-    if (!n.rdma_device.empty()) out.push_back(&n);
+    if (n.is_rdma()) out.push_back(&n);
   std::sort(out.begin(), out.end(), [](const Nic* a, const Nic* b) { return a->rdma_device < b->rdma_device; });
   return out;
 }
@@ -30,7 +30,7 @@ std::set<std::string> fabric_features(const NodeTopology& topo) {
   std::set<std::string> out;
   bool any_rdma = !rdma_nics(topo).empty();
   for (const auto& n : topo.nics)
-    if (!any_rdma || n.kind != NicKind::eth) out.insert(fabric_feature(n));
+    if (!any_rdma || n.is_rdma()) out.insert(fabric_feature(n));
   return out;
 }
 

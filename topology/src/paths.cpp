@@ -79,7 +79,7 @@ int usability(const Nic& nic) {
 bool usable(const Nic& nic) { return usability(nic) < 2; }
 
 std::vector<GpuNicPair> pair_gpus_with_nics(const NodeTopology& topo) {
-  bool any_rdma = std::any_of(topo.nics.begin(), topo.nics.end(), [](const Nic& n) { return n.kind != NicKind::eth; });
+  bool any_rdma = std::any_of(topo.nics.begin(), topo.nics.end(), [](const Nic& n) { return n.is_rdma(); });
   std::map<int, unsigned> uses;
   std::vector<GpuNicPair> pairs;
   for (const auto& gpu : topo.gpus) {
@@ -87,7 +87,7 @@ std::vector<GpuNicPair> pair_gpus_with_nics(const NodeTopology& topo) {
     std::tuple<int, int, unsigned, int, std::string> best_key;
     for (std::size_t i = 0; i < topo.nics.size(); ++i) {
       const Nic& nic = topo.nics[i];
-      if ((any_rdma && nic.kind == NicKind::eth) || !usable(nic)) continue;
+      if ((any_rdma && !nic.is_rdma()) || !usable(nic)) continue;
       PathClass path = classify(gpu, nic);
       auto key = std::make_tuple(usability(nic), static_cast<int>(path.level), uses[static_cast<int>(i)],
                                  -static_cast<int>(nic.rate_gbps), nic.pci.bus_id);

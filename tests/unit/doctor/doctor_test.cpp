@@ -143,7 +143,7 @@ TEST(Doctor, MtuComparedWithinTheJobFabricOnly) {
   auto fabric = DoctorConfig::parse("mtu.nics = eth1,eth2\n", "t");
   EXPECT_EQ(find(run_checks(f, fabric), "mtu eth")->status, Status::fail);
   EXPECT_NE(find(run_checks(f, fabric), "mtu eth")->seen.find("eth1=9000, eth2=1500"), std::string::npos);
-  f.job_fabric = {"eth0", "eth2"};  // UCX_NET_DEVICES / NCCL_SOCKET_IFNAME of the job: they agree
+  f.job_fabric = cnet::topology::NicSelection::from_ucx("eth0,eth2");  // UCX_NET_DEVICES / NCCL_SOCKET_IFNAME of the job: they agree
   EXPECT_EQ(find(run_checks(f, config), "mtu eth"), nullptr);
   auto excluded = DoctorConfig::parse("mtu.nics = eth1,eth2\nnics.exclude = eth\n", "t");
   EXPECT_EQ(find(run_checks(f, excluded), "mtu eth"), nullptr);

@@ -24,6 +24,7 @@ Nic nic(std::string name, NicKind kind, std::string bus, Locality loc) {
   Nic n;
   n.name = std::move(name);
   n.kind = kind;
+  if (kind != NicKind::eth) n.rdma_device = n.name;  // as discovery names an RDMA NIC: by its verbs device
   n.pci.bus_id = std::move(bus);
   n.state = "ACTIVE";
   n.locality = std::move(loc);

@@ -101,7 +101,7 @@ TEST(Check, FlagsDownPortDegradedWidthAndMtuMismatch) {
     }
   }
   CheckOptions named;
-  named.fabric = {"eth0"};  // a site's list of the NICs jobs use: one NIC agrees with itself
+  named.fabric = NicSelection::exactly({"eth0"});  // a site's list of the NICs jobs use: one NIC agrees with itself
   EXPECT_FALSE(has_finding(check_links(discover_with(d), named), "eth", "MTU"));
   CheckOptions strict;
   strict.min_rate_gbps = 100;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cnet/topology/model.hpp"
+#include "cnet/topology/nic_selection.hpp"
 #include "cnet/scheduling/stuck_jobs.hpp"
 #include "cnet/topology/nic_settings.hpp"
 
@@ -75,7 +76,7 @@ struct NodeFacts {
   std::string firewall_rules;                   // iptables-save output ("" unknown)
   bool firewall_known = false;
   std::string firewall_problem;                 // why it is not known (no iptables-save, it hung, ...)
-  std::vector<std::string> job_fabric;          // NICs jobs use from UCX_NET_DEVICES/NCCL_SOCKET_IFNAME, if set
+  topology::NicSelection job_fabric;           // NICs jobs use from UCX_NET_DEVICES/NCCL_*, if set
   // The interface job traffic leaves by: the first job_fabric netdev, else the one holding this node's
   // Slurm address (NodeAddr or its resolved name); its MTU must match the other nodes' (--job compares).
   std::string job_interface;

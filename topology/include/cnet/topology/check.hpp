@@ -5,16 +5,16 @@
 #include <vector>
 
 #include "cnet/topology/model.hpp"
+#include "cnet/topology/nic_selection.hpp"
 
 namespace cnet::topology {
 
 struct CheckOptions {
   unsigned min_rate_gbps = 0;     // flag NICs negotiated below this (0: only flag degraded IB width)
   unsigned expected_ib_lanes = 4; // IB ports run 4X unless the site says otherwise
-  // The NICs jobs use, whose MTUs must agree within each kind (names, netdevs or RDMA devices). Empty:
-  // the node's RDMA NICs, or with tcp_fabric its Ethernet NICs; a management port beside them is not
-  // compared with the fabric.
-  std::vector<std::string> fabric;
+  // The NICs jobs use, whose MTUs must agree within each kind. Empty: the node's RDMA NICs, or with
+  // tcp_fabric its Ethernet NICs; a management port beside them is not compared with the fabric.
+  NicSelection fabric;
   bool tcp_fabric = false;
 };
 

@@ -80,6 +80,9 @@ struct Nic {
   std::string system_guid;  // the card's system image GUID, shared by its functions and ports; "" unknown
   PciIdentity pci;
   Locality locality;
+
+  // An RDMA NIC: InfiniBand or RoCE with a verbs device (an IPoIB or plain Ethernet netdev is not).
+  bool is_rdma() const { return kind != NicKind::eth && !rdma_device.empty(); }
 };
 
 struct NumaNode {
