@@ -118,43 +118,92 @@ LocalLaunch relaunch_locally(unsigned ranks, int argc, char** argv) {
   return launch;
 }
 
+namespace {
+
+// The PMIx server and its private folder, taken down on every way out of run_local, a throw included.
+// After a rank aborted or was killed, PMIx 4.2 tearing down the dead clients' connections crashed in
+// server_finalize now and then (about one run in 30), and deadlocked in deregister_client (its progress
+// thread waiting on a lock the call holds, about one run in 20 on a loaded machine); the process is
+// about to exit anyway, so then the server is left as it is (keep_up_after_failure).
+class LocalPmixServer {
+ public:
+  explicit LocalPmixServer(pmix_server_module_t* module) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "cnet-pmix-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw BootstrapError("cannot create a private PMIx folder in " + tmpl + ": " + std::strerror(errno));
+    tmpdir_ = tmpl;
+    pmix_info_t info[2];
+    PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, tmpdir_.c_str(), PMIX_STRING);
+    PMIX_INFO_LOAD(&info[1], PMIX_SYSTEM_TMPDIR, tmpdir_.c_str(), PMIX_STRING);
+    pmix_status_t rc = PMIx_server_init(module, info, 2);
+    PMIX_INFO_DESTRUCT(&info[0]);
+    PMIX_INFO_DESTRUCT(&info[1]);
+    if (rc != PMIX_SUCCESS) {
+      std::error_code ec;
+      std::filesystem::remove_all(tmpdir_, ec);
+      check(rc, "PMIx_server_init");
+    }
+  }
+  LocalPmixServer(const LocalPmixServer&) = delete;
+  LocalPmixServer& operator=(const LocalPmixServer&) = delete;
+  ~LocalPmixServer() {
+    if (!keep_up_) PMIx_server_finalize();
+    std::error_code ec;
+    std::filesystem::remove_all(tmpdir_, ec);
+  }
+  void keep_up_after_failure() { keep_up_ = true; }
+
+ private:
+  std::string tmpdir_;
+  bool keep_up_ = false;
+};
+
+// Memory PMIx's C API hands back, freed on every way out.
+struct PmixStrings {
+  char *node_map = nullptr, *proc_map = nullptr;
+  std::vector<pmix_info_t> job;
+  PmixStrings() = default;
+  PmixStrings(const PmixStrings&) = delete;
+  PmixStrings& operator=(const PmixStrings&) = delete;
+  ~PmixStrings() {
+    for (auto& info : job) PMIX_INFO_DESTRUCT(&info);
+    std::free(node_map);
+    std::free(proc_map);
+  }
+};
+
+}  // namespace
+
 int run_local(const LocalLaunch& launch) {
   if (launch.ranks == 0 || launch.ranks > 1024) throw BootstrapError("--local needs between 1 and 1024 ranks");
   if (launch.argv.empty()) throw BootstrapError("--local needs a program to run");
-  std::string tmpl = (std::filesystem::temp_directory_path() / "cnet-pmix-XXXXXX").string();
-  if (!mkdtemp(tmpl.data())) throw BootstrapError("cannot create a private PMIx folder in " + tmpl);
-  std::string tmpdir = tmpl;
-
   pmix_server_module_t module{};
   module.client_connected = on_connected;
   module.client_finalized = on_finalized;
   module.abort = on_abort;
   module.fence_nb = on_fence;
   module.direct_modex = on_direct_modex;
-  pmix_info_t init_info[2];
-  PMIX_INFO_LOAD(&init_info[0], PMIX_SERVER_TMPDIR, tmpdir.c_str(), PMIX_STRING);
-  PMIX_INFO_LOAD(&init_info[1], PMIX_SYSTEM_TMPDIR, tmpdir.c_str(), PMIX_STRING);
-  check(PMIx_server_init(&module, init_info, 2), "PMIx_server_init");
+  LocalPmixServer server(&module);
 
   std::string host = common::hostname();
   pmix_nspace_t nspace;
   PMIX_LOAD_NSPACE(nspace, ("cnet.local." + std::to_string(getpid())).c_str());
-  char *node_map = nullptr, *proc_map = nullptr;
-  check(PMIx_generate_regex(host.c_str(), &node_map), "PMIx_generate_regex");
-  check(PMIx_generate_ppn(joined_ranks(launch.ranks).c_str(), &proc_map), "PMIx_generate_ppn");
+  PmixStrings c;
+  check(PMIx_generate_regex(host.c_str(), &c.node_map), "PMIx_generate_regex");
+  check(PMIx_generate_ppn(joined_ranks(launch.ranks).c_str(), &c.proc_map), "PMIx_generate_ppn");
 
   std::uint32_t n = launch.ranks, one = 1;
   bool spawned = false;
   std::string peers = joined_ranks(n);
-  std::vector<pmix_info_t> job(8);
+  std::vector<pmix_info_t>& job = c.job;
+  job.resize(8);
   PMIX_INFO_LOAD(&job[0], PMIX_UNIV_SIZE, &n, PMIX_UINT32);
   PMIX_INFO_LOAD(&job[1], PMIX_JOB_SIZE, &n, PMIX_UINT32);
   PMIX_INFO_LOAD(&job[2], PMIX_LOCAL_SIZE, &n, PMIX_UINT32);
   PMIX_INFO_LOAD(&job[3], PMIX_NUM_NODES, &one, PMIX_UINT32);
   PMIX_INFO_LOAD(&job[4], PMIX_SPAWNED, &spawned, PMIX_BOOL);
   PMIX_INFO_LOAD(&job[5], PMIX_LOCAL_PEERS, peers.c_str(), PMIX_STRING);
-  PMIX_INFO_LOAD(&job[6], PMIX_NODE_MAP, node_map, PMIX_REGEX);
-  PMIX_INFO_LOAD(&job[7], PMIX_PROC_MAP, proc_map, PMIX_REGEX);
+  PMIX_INFO_LOAD(&job[6], PMIX_NODE_MAP, c.node_map, PMIX_REGEX);
+  PMIX_INFO_LOAD(&job[7], PMIX_PROC_MAP, c.proc_map, PMIX_REGEX);
   Waiter registered;
   check(PMIx_server_register_nspace(nspace, static_cast<int>(n), job.data(), job.size(), Waiter::callback, &registered),
         "PMIx_server_register_nspace");
@@ -231,11 +280,9 @@ int run_local(const LocalLaunch& launch) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 
-  // After a rank aborted or was killed, PMIx 4.2 tearing down the dead clients' connections crashed in
-  // server_finalize now and then (about one run in 30), and deadlocked in deregister_client (its progress
-  // thread waiting on a lock the call holds, about one run in 20 on a loaded machine); the process is
-  // about to exit anyway, so the server is only taken down after a clean run.
-  if (result == 0) {
+  if (result != 0) {
+    server.keep_up_after_failure();  // see LocalPmixServer
+  } else {
     for (std::uint32_t r = 0; r < n; ++r) {
       pmix_proc_t proc;
       PMIX_LOAD_PROCID(&proc, nspace, r);
@@ -243,13 +290,6 @@ int run_local(const LocalLaunch& launch) {
     }
     PMIx_server_deregister_nspace(nspace, nullptr, nullptr);
   }
-  for (auto& info : job) PMIX_INFO_DESTRUCT(&info);
-  PMIX_INFO_DESTRUCT(&init_info[0]);
-  PMIX_INFO_DESTRUCT(&init_info[1]);
-  std::free(node_map);
-  std::free(proc_map);
-  if (result == 0) PMIx_server_finalize();
-  std::filesystem::remove_all(tmpdir);
   return result;
 }
 
