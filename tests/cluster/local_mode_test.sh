@@ -17,6 +17,20 @@ out=$("$CNET_BIN/cnet-perf" --local 2 p2p --max-size 4096 --iters 20 --json)
 /usr/bin/python3 -c 'import json,sys; t=json.load(sys.stdin)["transports"]; assert "memory" in t and "tcp" not in t, t' <<<"$out" ||
   fail "same-node ranks do not use shared memory: $out"
 
+# A baseline that is missing, or holds no report for this mode, is a bad argument (exit 2) found before
+# anything is measured, not a failed link test at the end.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+rc=0
+err=$("$CNET_BIN/cnet-perf" --local 2 p2p --max-size 4096 --iters 5 --compare-baseline "$work/none.json" 2>&1) || rc=$?
+[[ $rc == 2 ]] || fail "a missing baseline gave exit $rc, not 2: $err"
+[[ $err == *"--compare-baseline $work/none.json: "*"does not exist"*"--save-baseline"* ]] || fail "the missing baseline is not named with the fix: $err"
+[[ $err != *"# cnet-perf p2p"* ]] || fail "measured before finding the baseline missing: $err"
+"$CNET_BIN/cnet-perf" --local 2 p2p --max-size 4096 --iters 5 --save-baseline "$work/p2p.json" >/dev/null 2>&1 || fail "cannot save a baseline"
+rc=0
+err=$("$CNET_BIN/cnet-perf" --local 2 allreduce --max-size 4096 --iters 5 --compare-baseline "$work/p2p.json" 2>&1) || rc=$?
+[[ $rc == 2 && $err == *"holds no allreduce baseline"* ]] || fail "a baseline of another mode gave exit $rc: $err"
+
 # A rank killed mid-transfer: the launcher names it and stops the rest at once, no hang.
 start=$SECONDS
 rc=0

@@ -16,6 +16,8 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <sstream>
 #include <regex>
 #include <set>
 #include <vector>
@@ -148,20 +150,26 @@ int run_sweep(Bootstrap& boot, const UcxOptions& ucx, const SettingSweep& sweep,
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (cnet::common::print_version_if_asked(argc, argv, "cnet-perf")) return 0;
+// Everything the command line asks for, checked before anything is measured.
+struct Invocation {
   Settings s;
-  std::string mode, save, compare, reduce = "fast";
-  char standalone = 0;
-  std::string peer_failure = "on";
+  std::string mode, save, compare, prometheus, nic;
   double tolerance = 0.1;
-  std::string prometheus;
   unsigned local = 0, wait_s = 300;
   std::uint16_t port = 18515;
-  std::string server_ip, bind_address = "127.0.0.1", key_file, nic, sweep_argument;
+  std::string server_ip, bind_address = "127.0.0.1", key_file;
+  char standalone = 0;  // 's' server, 'c' client, 0 under srun or --local
+  bool detect_peer_failure = true;
   SettingSweep sweep;
+};
+
+constexpr const char* kExitCodes = "exit: 0 ok, 1 regression against the baseline or a wrong allreduce result, 2 bad arguments, 3 transport failure\n";
+
+// The command line, checked; nullopt after --help. Throws po::error naming what is wrong.
+std::optional<Invocation> parse_command_line(int argc, char** argv) {
+  Invocation in;
+  Settings& s = in.s;
+  std::string reduce = "fast", peer_failure = "on", sweep_argument;
   po::options_description opts("cnet-perf p2p|allreduce [options]   (under srun --mpi=pmix)");
   opts.add_options()("help,h", "show this help")("version", "print the version")
       ("min-size", po::value(&s.min_size)->default_value(s.min_size), "smallest message in bytes")
@@ -169,83 +177,188 @@ int main(int argc, char** argv) {
       ("iters", po::value(&s.link.iters)->default_value(s.link.iters), "repetitions per size: ping-pongs and messages (p2p), calls (allreduce); by default up to 200, fewer for large sizes; given, exactly this many at every size")
       ("warmup", po::value(&s.link.warmup)->default_value(s.link.warmup), "untimed repetitions first")
       ("reduce", po::value(&reduce)->default_value(reduce), "allreduce: fast or deterministic")
-      ("local", po::value(&local), "run N ranks on this machine with cnet's own PMIx server")
+      ("local", po::value(&in.local), "run N ranks on this machine with cnet's own PMIx server")
       ("server,s", "standalone: wait for one client, then measure (rank 0)")
       ("client,c", "standalone: connect to a cnet-perf -s (rank 1)")
-      ("server-ip", po::value(&server_ip), "with -c: the server's address")
-      ("port", po::value(&port)->default_value(port), "standalone TCP port")
-      ("bind", po::value(&bind_address)->default_value(bind_address), "with -s: the address to listen on (0.0.0.0: every interface)")
-      ("nic", po::value(&nic), "measure over this interface or RDMA port (eth0, mlx5_0:1): UCX_NET_DEVICES, and with -s the address to listen on")
-      ("key-file", po::value(&key_file), "standalone: the shared key both sides prove they know (else $CNET_PERF_KEY; -s makes one up and prints it)")
-      ("wait", po::value(&wait_s)->default_value(wait_s), "standalone: seconds to wait for the other side")
+      ("server-ip", po::value(&in.server_ip), "with -c: the server's address")
+      ("port", po::value(&in.port)->default_value(in.port), "standalone TCP port")
+      ("bind", po::value(&in.bind_address)->default_value(in.bind_address), "with -s: the address to listen on (0.0.0.0: every interface)")
+      ("nic", po::value(&in.nic), "measure over this interface or RDMA port (eth0, mlx5_0:1): UCX_NET_DEVICES, and with -s the address to listen on")
+      ("key-file", po::value(&in.key_file), "standalone: the shared key both sides prove they know (else $CNET_PERF_KEY; -s makes one up and prints it)")
+      ("wait", po::value(&in.wait_s)->default_value(in.wait_s), "standalone: seconds to wait for the other side")
       ("peer-failure", po::value(&peer_failure)->default_value(peer_failure),
        "on: a dead peer is an error (same-node peers over shared memory, watched by their process; others over tcp/ib); off: no detection")
       ("sweep", po::value(&sweep_argument),
        "p2p: measure once per value of one UCX setting, VAR=v1,v2,... (UCX_RC_TX_QUEUE_LEN=256,512,1024,2048); "
        "the best value by P99 is marked. One size (1 MiB) unless --min-size/--max-size are given")
       ("json", "print the report as JSON at the end")
-      ("save-baseline", po::value(&save), "write the report to this file as a baseline")
-      ("compare-baseline", po::value(&compare), "exit 1 naming every size that regressed against this baseline")
-      ("tolerance", po::value(&tolerance)->default_value(tolerance), "allowed regression, 0.1 = 10%")
-      ("prometheus", po::value(&prometheus), "also write the numbers for node_exporter's textfile collector (FILE.prom)");
+      ("save-baseline", po::value(&in.save), "write the report to this file as a baseline")
+      ("compare-baseline", po::value(&in.compare), "exit 1 naming every size that regressed against this baseline (read and checked before measuring)")
+      ("tolerance", po::value(&in.tolerance)->default_value(in.tolerance), "allowed regression, 0.1 = 10%")
+      ("prometheus", po::value(&in.prometheus), "also write the numbers for node_exporter's textfile collector (FILE.prom)");
   po::options_description hidden;
-  hidden.add_options()("mode", po::value(&mode));
+  hidden.add_options()("mode", po::value(&in.mode));
   po::options_description all;
   all.add(opts).add(hidden);
   po::positional_options_description pos;
   pos.add("mode", 1);
+  po::variables_map vm;
   try {
-    po::variables_map vm;
     po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
     po::notify(vm);
-    if (vm.count("help")) {
-      std::cout << opts << "exit: 0 ok, 1 regression against the baseline or a wrong allreduce result, 2 bad arguments, 3 transport failure\n";
-      return 0;
+  } catch (const po::error& e) {
+    std::ostringstream usage;
+    usage << opts;
+    throw po::error(std::string(e.what()) + "\n" + usage.str());
+  }
+  if (vm.count("help")) {
+    std::cout << opts << kExitCodes;
+    return std::nullopt;
+  }
+  s.json = vm.count("json") > 0;
+  in.standalone = vm.count("server") ? 's' : vm.count("client") ? 'c' : 0;
+  if (vm.count("server") && vm.count("client")) throw po::error("-s and -c exclude each other");
+  if (in.standalone == 'c' && in.server_ip.empty()) throw po::error("-c needs --server-ip");
+  if (in.standalone && in.mode.empty()) in.mode = "p2p";
+  if (in.standalone && in.mode != "p2p") throw po::error("standalone mode measures p2p between the two hosts");
+  if (in.mode != "p2p" && in.mode != "allreduce") throw po::error("the first argument must be p2p or allreduce");
+  if (reduce != "fast" && reduce != "deterministic") throw po::error("--reduce must be fast or deterministic");
+  if (peer_failure != "on" && peer_failure != "off") throw po::error("--peer-failure must be on or off");
+  in.detect_peer_failure = peer_failure == "on";
+  s.reduce = reduce == "fast" ? ReduceMode::fast : ReduceMode::deterministic;
+  if (s.min_size == 0 || s.min_size > s.max_size || s.max_size > (1ull << 32)) throw po::error("need 0 < --min-size <= --max-size <= 4 GiB");
+  if (s.link.iters == 0) throw po::error("--iters must be at least 1");
+  s.link.exact_iters = !vm["iters"].defaulted();
+  if (in.tolerance <= 0 || in.tolerance >= 1) throw po::error("--tolerance must be between 0 and 1");
+  if (!sweep_argument.empty()) {
+    if (in.mode != "p2p") throw po::error("--sweep measures p2p");
+    if (in.standalone) throw po::error("--sweep runs under srun or with --local N (both sides must sweep alike)");
+    if (vm.count("save-baseline") || vm.count("compare-baseline")) throw po::error("--sweep does not save or compare baselines: run once with the value chosen");
+    try {
+      in.sweep = parse_setting_sweep(sweep_argument);
+    } catch (const std::invalid_argument& e) {
+      throw po::error(e.what());
     }
-    s.json = vm.count("json") > 0;
-    standalone = vm.count("server") ? 's' : vm.count("client") ? 'c' : 0;
-    if (vm.count("server") && vm.count("client")) throw po::error("-s and -c exclude each other");
-    if (standalone == 'c' && server_ip.empty()) throw po::error("-c needs --server-ip");
-    if (standalone && mode.empty()) mode = "p2p";
-    if (standalone && mode != "p2p") throw po::error("standalone mode measures p2p between the two hosts");
-    if (mode != "p2p" && mode != "allreduce") throw po::error("the first argument must be p2p or allreduce");
-    if (reduce != "fast" && reduce != "deterministic") throw po::error("--reduce must be fast or deterministic");
-    if (peer_failure != "on" && peer_failure != "off") throw po::error("--peer-failure must be on or off");
-    s.reduce = reduce == "fast" ? ReduceMode::fast : ReduceMode::deterministic;
-    if (s.min_size == 0 || s.min_size > s.max_size || s.max_size > (1ull << 32)) throw po::error("need 0 < --min-size <= --max-size <= 4 GiB");
-    if (s.link.iters == 0) throw po::error("--iters must be at least 1");
-    s.link.exact_iters = !vm["iters"].defaulted();
-    if (tolerance <= 0 || tolerance >= 1) throw po::error("--tolerance must be between 0 and 1");
-    if (!sweep_argument.empty()) {
-      if (mode != "p2p") throw po::error("--sweep measures p2p");
-      if (standalone) throw po::error("--sweep runs under srun or with --local N (both sides must sweep alike)");
-      if (vm.count("save-baseline") || vm.count("compare-baseline")) throw po::error("--sweep does not save or compare baselines: run once with the value chosen");
-      try {
-        sweep = parse_setting_sweep(sweep_argument);
-      } catch (const std::invalid_argument& e) {
-        throw po::error(e.what());
-      }
-      for (const auto& value : sweep.values)
-        if (auto refused = ucx_refusal(sweep.variable, value); !refused.empty()) throw po::error("--sweep: " + refused);
-      if (vm["min-size"].defaulted() && vm["max-size"].defaulted()) s.min_size = s.max_size = 1u << 20;
+    for (const auto& value : in.sweep.values)
+      if (auto refused = ucx_refusal(in.sweep.variable, value); !refused.empty()) throw po::error("--sweep: " + refused);
+    if (vm["min-size"].defaulted() && vm["max-size"].defaulted()) s.min_size = s.max_size = 1u << 20;
+  }
+  s.link.sizes = LinkTestOptions::size_ladder(s.min_size, s.max_size);
+  if (!in.prometheus.empty()) cnet::common::check_textfile_path(in.prometheus);
+  if (!in.nic.empty()) {
+    check_nic(in.nic);
+    if (in.standalone == 's' && vm["bind"].defaulted()) {
+      if (in.nic.find(':') != std::string::npos) throw po::error("-s listens on an IP interface: give --bind ADDRESS with an RDMA --nic");
+      in.bind_address = cnet::common::interface_address(in.nic);
+      if (in.bind_address.empty()) throw po::error("--nic " + in.nic + " has no IPv4 address to listen on (is it up?); give --bind ADDRESS");
     }
-    s.link.sizes = LinkTestOptions::size_ladder(s.min_size, s.max_size);
-    if (!prometheus.empty()) cnet::common::check_textfile_path(prometheus);
-    if (!nic.empty()) {
-      check_nic(nic);
-      if (standalone == 's' && vm["bind"].defaulted()) {
-        if (nic.find(':') != std::string::npos) throw po::error("-s listens on an IP interface: give --bind ADDRESS with an RDMA --nic");
-        bind_address = cnet::common::interface_address(nic);
-        if (bind_address.empty()) throw po::error("--nic " + nic + " has no IPv4 address to listen on (is it up?); give --bind ADDRESS");
-      }
-    }
+  }
+  return in;
+}
+
+// Standalone mode's shared key: --key-file, else $CNET_PERF_KEY; empty on a server given none.
+std::string standalone_key(const Invocation& in) {
+  std::string key;
+  try {
+    if (!in.key_file.empty()) key = cnet::common::trim(cnet::common::read_file(in.key_file, 4096));
+    else if (const char* env = std::getenv("CNET_PERF_KEY")) key = env;
   } catch (const std::exception& e) {
-    std::cerr << "cnet-perf: " << e.what() << "\n" << opts;
+    throw po::error(std::string("--key-file: ") + e.what());
+  }
+  if (!key.empty() && key.size() < 16) throw po::error("the key must be at least 16 characters (cnet-perf -s prints a random one when given none)");
+  if (key.empty() && in.standalone == 'c')
+    throw po::error("-c needs the server's key: CNET_PERF_KEY=... or --key-file F (cnet-perf -s prints one when it has none)");
+  return key;
+}
+
+// --compare-baseline, read and parsed by the rank that compares, before anything is measured: a
+// missing or unreadable baseline is a bad argument, not a failed link test after minutes of measuring.
+std::vector<PerfReport> read_baseline(const std::string& path) {
+  try {
+    return baseline_from_json(cnet::common::read_file(path, 16u << 20));
+  } catch (const std::exception& e) {
+    throw po::error("--compare-baseline " + path + ": " + e.what() + " (save one first with --save-baseline " + path + ")");
+  }
+}
+
+// The baseline's report for this run's mode and hosts, known before measuring; throws po::error when
+// the file holds none.
+const PerfReport& baseline_for(const std::vector<PerfReport>& baseline, const Invocation& in, std::vector<std::string> hosts) {
+  PerfReport now;
+  now.mode = in.mode;
+  now.hosts = std::move(hosts);
+  const PerfReport* against = matching_baseline(baseline, now);
+  if (!against) throw po::error("--compare-baseline " + in.compare + " holds no " + in.mode + " baseline for " + cnet::common::join(now.hosts, ","));
+  return *against;
+}
+
+// Rank 0's verdict once the report is in: wrong allreduce results, the baseline saved or compared, the
+// Prometheus textfile. Returns the exit code.
+int judge(const Invocation& in, const PerfReport& report, const PerfReport* against) {
+  int rc = 0;
+  for (const auto& row : report.rows)
+    if (row.wrong > 0) {
+      std::fprintf(stderr, "cnet-perf: %s: %lld of %zu elements differ from the expected sum\n", format_size(row.bytes).c_str(),
+                   row.wrong, row.bytes / sizeof(float));
+      rc = 1;
+    }
+  if (!in.save.empty()) {
+    cnet::common::write_file_atomically(in.save, baseline_json({report}));
+    std::fprintf(stderr, "cnet-perf: baseline saved to %s\n", in.save.c_str());
+  }
+  int regressed_sizes = -1;
+  if (against) {
+    auto regressed = regressions(*against, report, in.tolerance);
+    for (const auto& line : regressed) std::fprintf(stderr, "cnet-perf: regressed: %s\n", line.c_str());
+    for (const auto& line : driver_changes(*against, report))
+      std::fprintf(stderr, "cnet-perf: NIC driver or firmware changed since the baseline: %s%s\n", line.c_str(),
+                   regressed.empty() ? "" : " (a new driver can turn offloads on or off: cnet-doctor compare shows which)");
+    regressed_sizes = static_cast<int>(regressed.size());
+    if (regressed.empty())
+      std::fprintf(stderr, "cnet-perf: no size regressed more than %.0f%% against %s\n", in.tolerance * 100, in.compare.c_str());
+    if (regressed_sizes > 0) rc = 1;
+  }
+  if (!in.prometheus.empty())
+    cnet::common::write_textfile(in.prometheus, cnet::common::prometheus_text(report_metrics(report, regressed_sizes, static_cast<double>(std::time(nullptr)))));
+  return rc;
+}
+
+std::unique_ptr<Bootstrap> connect(const Invocation& in, std::string key) {
+  auto log = [](const std::string& line) { std::fprintf(stderr, "cnet-perf: %s\n", line.c_str()); };
+  if (in.standalone == 's') {
+    if (key.empty()) {
+      key = random_key();
+      log("no key given; start the client with CNET_PERF_KEY=" + key);
+    }
+    log("waiting for cnet-perf -c on " + in.bind_address + " port " + std::to_string(in.port));
+    return TcpBootstrap::serve(in.bind_address, in.port, std::chrono::seconds(in.wait_s), key, log);
+  }
+  if (in.standalone == 'c') return TcpBootstrap::connect(in.server_ip, in.port, std::chrono::seconds(in.wait_s), key);
+  return PmixBootstrap::connect();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (cnet::common::print_version_if_asked(argc, argv, "cnet-perf")) return 0;
+  Invocation in;
+  std::string key;
+  std::optional<std::vector<PerfReport>> baseline;
+  try {
+    auto parsed = parse_command_line(argc, argv);
+    if (!parsed) return 0;
+    in = std::move(*parsed);
+    if (in.standalone) key = standalone_key(in);
+    // By hand the server compares: it reads the baseline before it waits for the client.
+    if (in.standalone == 's' && !in.compare.empty()) baseline = read_baseline(in.compare);
+  } catch (const std::exception& e) {
+    std::cerr << "cnet-perf: " << e.what() << "\n";
     return 2;
   }
+  Settings& s = in.s;
 
-  if (local > 0) {  // become the launcher: the same command, minus --local, once per rank
-    auto launch = relaunch_locally(local, argc, argv);
+  if (in.local > 0) {  // become the launcher: the same command, minus --local, once per rank
+    auto launch = relaunch_locally(in.local, argc, argv);
     try {
       return run_local(launch);
     } catch (const std::exception& e) {
@@ -254,74 +367,55 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::string key;
-  if (standalone) {
-    try {
-      if (!key_file.empty()) key = cnet::common::trim(cnet::common::read_file(key_file, 4096));
-      else if (const char* env = std::getenv("CNET_PERF_KEY")) key = env;
-    } catch (const std::exception& e) {
-      std::cerr << "cnet-perf: --key-file: " << e.what() << "\n";
-      return 2;
-    }
-    if (!key.empty() && key.size() < 16) {
-      std::cerr << "cnet-perf: the key must be at least 16 characters (cnet-perf -s prints a random one when given none)\n";
-      return 2;
-    }
-    if (key.empty() && standalone == 'c') {
-      std::cerr << "cnet-perf: -c needs the server's key: CNET_PERF_KEY=... or --key-file F (cnet-perf -s prints one when it has none)\n";
-      return 2;
-    }
-  }
-
   try {
-    std::unique_ptr<Bootstrap> boot;
-    auto log = [](const std::string& line) { std::fprintf(stderr, "cnet-perf: %s\n", line.c_str()); };
-    if (standalone == 's') {
-      if (key.empty()) {
-        key = random_key();
-        log("no key given; start the client with CNET_PERF_KEY=" + key);
-      }
-      log("waiting for cnet-perf -c on " + bind_address + " port " + std::to_string(port));
-      boot = TcpBootstrap::serve(bind_address, port, std::chrono::seconds(wait_s), key, log);
-    } else if (standalone == 'c') {
-      boot = TcpBootstrap::connect(server_ip, port, std::chrono::seconds(wait_s), key);
-    } else {
-      boot = PmixBootstrap::connect();
-    }
+    std::unique_ptr<Bootstrap> boot = connect(in, key);
     UcxOptions ucx;
-    ucx.detect_peer_failure = peer_failure == "on";
-    ucx.net_devices = nic;
-    if (!sweep.values.empty()) return run_sweep(*boot, ucx, sweep, s);
+    ucx.detect_peer_failure = in.detect_peer_failure;
+    ucx.net_devices = in.nic;
+    if (!in.sweep.values.empty()) return run_sweep(*boot, ucx, in.sweep, s);
     UcxChannel ch(*boot, ucx);
     Collectives coll(ch);
-    if (mode == "p2p" && ch.size() < 2) throw std::runtime_error("p2p needs two ranks: srun -N2 --ntasks-per-node=1");
+    if (in.mode == "p2p" && ch.size() < 2) throw std::runtime_error("p2p needs two ranks: srun -N2 --ntasks-per-node=1");
     std::vector<std::string> hosts;
     for (std::uint32_t r = 0; r < ch.size(); ++r) hosts.push_back(ch.hostname_of(r));
     std::string transports = ch.size() > 1 ? ch.transports_to(ch.rank() == 0 ? 1 : 0) : "self";
     bool lead = ch.rank() == 0;
+    // The baseline, checked before measuring by the rank that compares: a missing or foreign one stops
+    // every rank at once (exit 2), not after minutes of measuring.
+    const PerfReport* against = nullptr;
+    if (lead && !in.compare.empty()) {
+      try {
+        if (!baseline) baseline = read_baseline(in.compare);
+        against = &baseline_for(*baseline, in, in.mode == "p2p" ? std::vector<std::string>{hosts[0], hosts[1]} : hosts);
+      } catch (const po::error& e) {
+        std::fprintf(stderr, "cnet-perf: %s\n", e.what());
+        if (in.standalone) return 2;
+        boot->abort(2, e.what());
+      }
+    }
     auto banner = [&](unsigned ranks) {
-      std::printf("# cnet-perf %s: %u ranks on %s (transports %s%s)\n%s", mode.c_str(), ranks, distinct_hosts(hosts).c_str(),
-                  transports.c_str(), nic.empty() ? "" : (", nic " + nic).c_str(), table_header(mode).c_str());
+      std::printf("# cnet-perf %s: %u ranks on %s (transports %s%s)\n%s", in.mode.c_str(), ranks, distinct_hosts(hosts).c_str(),
+                  transports.c_str(), in.nic.empty() ? "" : (", nic " + in.nic).c_str(), table_header(in.mode).c_str());
       std::fflush(stdout);
     };
     auto print = [&](const PerfRow& row) {
-      std::printf("%s", table_row(mode, row).c_str());
+      std::printf("%s", table_row(in.mode, row).c_str());
       std::fflush(stdout);
     };
 
     // Each host's driver and firmware of the device measured (every NIC's when the traffic stayed in
     // memory) go into the report, so a baseline can tell a driver change.
-    std::string measured = nic.empty() ? network_device_of(transports) : nic;
+    std::string measured = in.nic.empty() ? network_device_of(transports) : in.nic;
     auto drivers = boot->allgather_text("cnet.perf.drivers", cnet::topology::measured_drivers(cnet::topology::read_nic_settings("/", cnet::topology::read_ethtool), measured, cnet::topology::read_ethtool));
     PerfReport report;
-    if (mode == "p2p") {
+    if (in.mode == "p2p") {
       if (lead && !s.json) banner(2);
       report = link_test(ch, 0, 1, s.link, [&](const PerfRow& row) {
         if (!s.json) print(row);
       });
       // By hand, both sides want the numbers: rank 0 hands its report to rank 1.
       auto reports = boot->allgather_text("cnet.perf.report", lead ? to_json(report) : "");
-      if (standalone && !lead) {
+      if (in.standalone && !lead) {
         report = report_from_json(reports[0]);
         if (!s.json) {
           banner(2);
@@ -331,7 +425,7 @@ int main(int argc, char** argv) {
       coll.barrier();
       for (std::uint32_t r : {0u, 1u}) report.nic_drivers[hosts[r]] = drivers[r];
     } else {
-      report = {mode, ch.size(), transports, hosts, {}};
+      report = {in.mode, ch.size(), transports, hosts, {}};
       if (lead && !s.json) banner(ch.size());
       for (std::size_t bytes : s.link.sizes) {
         PerfRow row = allreduce_size(ch, coll, bytes, s);
@@ -340,38 +434,14 @@ int main(int argc, char** argv) {
       }
       for (std::uint32_t r = 0; r < ch.size(); ++r) report.nic_drivers[hosts[r]] = drivers[r];
     }
-    if (!lead && !standalone) return 0;
+    if (!lead && !in.standalone) return 0;
     if (s.json) std::cout << to_json(report);
-    int rc = 0;
-    for (const auto& row : report.rows)
-      if (row.wrong > 0) {
-        std::fprintf(stderr, "cnet-perf: %s: %lld of %zu elements differ from the expected sum\n", format_size(row.bytes).c_str(),
-                     row.wrong, row.bytes / sizeof(float));
-        rc = 1;
-      }
-    if (!lead) return rc;
-    if (!save.empty()) {
-      cnet::common::write_file_atomically(save, baseline_json({report}));
-      std::fprintf(stderr, "cnet-perf: baseline saved to %s\n", save.c_str());
+    if (!lead) {  // the client by hand: its own copy of the report, no verdict of its own but wrong sums
+      for (const auto& row : report.rows)
+        if (row.wrong > 0) return 1;
+      return 0;
     }
-    int regressed_sizes = -1;
-    if (!compare.empty()) {
-      auto baseline = baseline_from_json(cnet::common::read_file(compare, 16u << 20));
-      const PerfReport* against = matching_baseline(baseline, report);
-      if (!against) throw std::runtime_error(compare + " holds no " + mode + " baseline for " + cnet::common::join(report.hosts, ","));
-      auto regressed = regressions(*against, report, tolerance);
-      for (const auto& line : regressed) std::fprintf(stderr, "cnet-perf: regressed: %s\n", line.c_str());
-      for (const auto& line : driver_changes(*against, report))
-        std::fprintf(stderr, "cnet-perf: NIC driver or firmware changed since the baseline: %s%s\n", line.c_str(),
-                     regressed.empty() ? "" : " (a new driver can turn offloads on or off: cnet-doctor compare shows which)");
-      regressed_sizes = static_cast<int>(regressed.size());
-      if (regressed.empty())
-        std::fprintf(stderr, "cnet-perf: no size regressed more than %.0f%% against %s\n", tolerance * 100, compare.c_str());
-      if (regressed_sizes > 0) rc = 1;
-    }
-    if (!prometheus.empty())
-      cnet::common::write_textfile(prometheus, cnet::common::prometheus_text(report_metrics(report, regressed_sizes, static_cast<double>(std::time(nullptr)))));
-    return rc;
+    return judge(in, report, against);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cnet-perf: %s\n", e.what());
     return 3;
