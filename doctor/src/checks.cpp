@@ -58,7 +58,7 @@ bool listed(const std::vector<std::string>& list, const std::string& a, const st
 template <typename Add>
 void nic_tuning_checks(const topology::NicSettings& n, const DoctorConfig& c, Add&& add) {
   const std::string name = n.name(), dev = n.netdev.empty() ? name : n.netdev;
-  unsigned percent = static_cast<unsigned>(std::stoul(c.get("rings.min_percent")));
+  const std::uint64_t percent = c.number("rings.min_percent");
   if (n.rings && percent > 0) {
     const auto& r = *n.rings;
     bool rx_low = r.rx_max > 0 && r.rx * 100 < static_cast<std::uint64_t>(r.rx_max) * percent;
@@ -72,7 +72,7 @@ void nic_tuning_checks(const topology::NicSettings& n, const DoctorConfig& c, Ad
     else
       add("nic " + name + " rings", Status::pass, seen);
   }
-  unsigned min_mbps = static_cast<unsigned>(std::stoul(c.get("irqs.min_mbps")));
+  const std::uint64_t min_mbps = c.number("irqs.min_mbps");
   std::vector<const topology::IrqBinding*> known;
   for (const auto& irq : n.irqs)
     if (!irq.cpus.empty()) known.push_back(&irq);
@@ -99,6 +99,266 @@ void nic_tuning_checks(const topology::NicSettings& n, const DoctorConfig& c, Ad
     add("nic " + name + " irqs", Status::pass, count + " IRQs" + (n.numa_cpus.empty() ? "" : ", " + std::to_string(local) + " only on its NUMA node " + std::to_string(n.numa_node)));
 }
 
+// What every check reads (the node's facts, the site's config) and writes (its results).
+struct Checks {
+  const NodeFacts& f;
+  const DoctorConfig& c;
+  std::vector<CheckResult> out;
+  bool on(const char* key) const { return c.get(key) != "off"; }
+  void add(std::string check, Status s, std::string seen, std::string fix = "") {
+    if (s == Status::skip && seen.empty()) return;  // turned off
+    out.push_back({std::move(check), s, std::move(seen), s == Status::pass || s == Status::skip ? "" : std::move(fix)});
+  }
+};
+
+void check_clock(Checks& k) {
+  const NodeFacts& f = k.f;
+  const DoctorConfig& c = k.c;
+  if (k.on("clock") || k.on("clock.unsync")) {
+    const double limit = static_cast<double>(c.number("clock.max_offset_ms"));
+    if (!f.clock.known) k.add("clock", Status::skip, "clock state not readable");
+    else if (limit > 0 && std::fabs(f.clock.offset_ms) > limit)
+      k.add("clock", severity(c, "clock"), "offset " + std::to_string(std::lround(f.clock.offset_ms)) + " ms (limit " + c.get("clock.max_offset_ms") + " ms)",
+          "check the time source (chronyc tracking); Slurm's munge credentials fail past a few minutes' skew");
+    else if (!f.clock.synchronized)
+      k.add("clock", severity(c, "clock.unsync"), "not synchronized to a time source",
+          "run chronyd or ntpd (systemctl enable --now chrony) and wait until it has synced; if every node says so, the site's time source is down");
+    else k.add("clock", Status::pass, "synchronized, offset " + std::to_string(std::lround(f.clock.offset_ms)) + " ms");
+  }
+}
+
+void check_swap(Checks& k) {
+  const NodeFacts& f = k.f;
+  const DoctorConfig& c = k.c;
+  if (k.on("swap")) {
+    if (f.swap_kb > 0) k.add("swap", severity(c, "swap"), mb(f.swap_kb) + " of swap configured", "swapoff -a, and remove swap from /etc/fstab");
+    else k.add("swap", Status::pass, "off");
+  }
+}
+
+void check_sysctls(Checks& k) {
+  const NodeFacts& f = k.f;
+  const DoctorConfig& c = k.c;
+  for (const char* key : {"net.core.rmem_max", "net.core.wmem_max", "fs.file-max"}) {
+    std::uint64_t want = c.number(key);
+    if (want == 0 || !k.on("sysctl")) continue;
+    auto it = f.sysctl.find(key);
+    if (it == f.sysctl.end()) {
+      k.add(key, Status::skip, "not readable");
+      continue;
+    }
+    std::uint64_t have = std::strtoull(it->second.c_str(), nullptr, 10);  // the kernel's text
+    if (have < want) k.add(key, severity(c, "sysctl"), it->second + " (want at least " + c.get(key) + ")", "sysctl -w " + std::string(key) + "=" + c.get(key) + " and persist it in /etc/sysctl.d/");
+    else k.add(key, Status::pass, it->second);
+  }
+}
+
+void check_memlock(Checks& k) {
+  const NodeFacts& f = k.f;
+  const DoctorConfig& c = k.c;
+  if (k.on("memlock")) {
+    bool rdma = std::any_of(f.topology.nics.begin(), f.topology.nics.end(), [](const topology::Nic& n) { return n.is_rdma(); });
+    if (!f.memlock_bytes) k.add("memlock", Status::pass, "unlimited");
+    else
+      k.add("memlock", rdma ? severity(c, "memlock") : Status::warn,
+          std::to_string(*f.memlock_bytes / 1024) + " KB locked memory limit" + (rdma ? " on a node with RDMA NICs" : ""),
+          "RDMA registers memory: LimitMEMLOCK=infinity for slurmd (systemd) and '* - memlock unlimited' in /etc/security/limits.conf");
+  }
+}
+
+void check_open_files(Checks& k) {
+  const NodeFacts& f = k.f;
+  const DoctorConfig& c = k.c;
+  if (std::uint64_t want = c.number("nofile"); want > 0 && k.on("limits")) {
+    if (f.open_files < want) k.add("nofile", severity(c, "limits"), std::to_string(f.open_files) + " open files (want at least " + c.get("nofile") + ")",
+                                 "raise LimitNOFILE for slurmd and nofile in /etc/security/limits.conf");
+    else k.add("nofile", Status::pass, f.open_files == UINT64_MAX ? "unlimited" : std::to_string(f.open_files));
+  }
+}
+
+// A discovery that hung is this node's own fault (its driver or sysfs), and jobs would hang on it too.
+void check_discovery(Checks& k) {
+  const NodeFacts& f = k.f;
+  const DoctorConfig& c = k.c;
+  if (f.topology_hung) k.add("discovery", severity(c, "discovery"), f.topology_problem, "check the GPU driver (nvidia-smi; dmesg | grep -i xid) and reboot the node if it hangs");
+}
+
+void check_links(Checks& k) {
+  const NodeFacts& f = k.f;
+  const DoctorConfig& c = k.c;
+  if (k.on("nics") || k.on("mtu")) {
+    if (!f.topology_problem.empty()) {
+      if (!f.topology_hung) k.add("nics", Status::warn, "topology not readable: " + f.topology_problem, "run cnet-topo on the node to see why");
+    } else {
+      topology::CheckOptions options;
+      options.fabric = c.list("mtu.nics").empty() ? f.job_fabric : topology::NicSelection::exactly(c.list("mtu.nics"));
+      bool rdma = std::any_of(f.topology.nics.begin(), f.topology.nics.end(), [](const topology::Nic& n) { return n.is_rdma(); });
+      const auto& excluded = c.list("nics.exclude");
+      bool any = false;
+      for (const auto& finding : topology::check_links(f.topology, options)) {
+        if (finding.kind != topology::FindingKind::link_fault || listed(excluded, finding.subject)) continue;
+        bool mtu = finding.aspect == "mtu";
+        if (!k.on(mtu ? "mtu" : "nics")) continue;
+        any = true;
+        k.add((mtu ? "mtu " : "nic ") + finding.subject, severity(c, mtu ? "mtu" : "nics"), finding.problem, finding.fix);
+      }
+      if (!any) {
+        std::string seen = std::to_string(f.topology.nics.size()) + " NICs, no link problem";
+        if (options.fabric.empty() && !rdma && f.topology.nics.size() > 1)
+          seen += "; MTUs not compared (an Ethernet-only node: name the job fabric with mtu.nics in doctor.conf)";
+        k.add("nics", Status::pass, seen);
+      }
+    }
+  }
+}
+
+void check_stuck_jobs(Checks& k) {
+  const NodeFacts& f = k.f;
+  const DoctorConfig& c = k.c;
+  if (f.held_jobs_known && (k.on("stuck") || k.on("stuck.overtime"))) {
+    auto after = static_cast<std::int64_t>(c.number("stuck.after_s"));
+    auto stuck = scheduling::stuck_jobs(f.held_jobs, f.now, after);
+    if (auto it = stuck.find(f.hostname); it != stuck.end() && after > 0) {
+      for (const auto& j : it->second)
+        k.add("stuck job", severity(c, j.completing ? "stuck" : "stuck.overtime"), j.describe(),
+            j.completing ? "find what keeps it: the job's processes still alive (ps -eo pid,stat,user,cmd; state D is a hung device or "
+                           "filesystem), a hung epilog or GPU (nvidia-smi); kill them or reboot the node. cnet-doctor resumes the node "
+                           "it drained once the job is gone"
+                         : "scancel " + j.job_id + " if it should have ended (OverTimeLimit in slurm.conf allows jobs past their limit)");
+    } else {
+      k.add("stuck job", Status::pass, std::to_string(f.held_jobs.size()) + " running or completing jobs here, none past its end by " +
+                                         scheduling::format_duration(after));
+    }
+  }
+}
+
+void check_nic_tuning(Checks& k) {
+  const NodeFacts& f = k.f;
+  const DoctorConfig& c = k.c;
+  if (k.on("nic.tuning"))
+    for (const auto& n : f.nic_settings)
+      if (!listed(c.list("nics.exclude"), n.name(), n.rdma_device)) nic_tuning_checks(n, c, [&](auto&&... a) { k.add(std::forward<decltype(a)>(a)...); });
+}
+
+void check_gres(Checks& k) {
+  const NodeFacts& f = k.f;
+  const DoctorConfig& c = k.c;
+  if (k.on("gres")) {
+    unsigned gpus_declared = 0, missing = 0;
+    for (const auto& d : f.gres_devices) {
+      if (d.name == "gpu") ++gpus_declared;
+      if (!d.present && !listed(c.list("gres.exclude"), d.file)) {
+        ++missing;
+        k.add("gres " + d.name, severity(c, "gres"), "gres.conf lists " + d.file + " but it does not exist",
+            "load the driver, or correct gres.conf (cnet-topo --format gres writes it)");
+      }
+    }
+    if (f.topology_problem.empty() && f.topology.gpus.size() > 0 && f.topology.gpus.size() < gpus_declared)
+      k.add("gres gpu", Status::warn, "gres.conf declares " + std::to_string(gpus_declared) + " GPUs, discovery found " + std::to_string(f.topology.gpus.size()),
+          "a GPU may have fallen off the bus (nvidia-smi; dmesg | grep -i xid)");
+    if (!missing && !f.gres_devices.empty()) k.add("gres", Status::pass, std::to_string(f.gres_devices.size()) + " device files present");
+  }
+}
+
+// Name resolution is shared by every node: a name that does not resolve is the same everywhere.
+void check_dns(Checks& k) {
+  const NodeFacts& f = k.f;
+  const DoctorConfig& c = k.c;
+  if (k.on("dns")) {
+    std::vector<std::string> bad;
+    for (const auto& [node, addr] : f.resolved)
+      if (addr.empty() && !listed(c.list("dns.exclude"), node)) bad.push_back(node);
+    if (!bad.empty())
+      k.add("dns", severity(c, "dns"), std::to_string(bad.size()) + " of " + std::to_string(f.resolved.size()) + " nodes do not resolve: " +
+          common::join(std::vector<std::string>(bad.begin(), bad.begin() + std::min<std::size_t>(bad.size(), 8)), ", ") + (bad.size() > 8 ? ", ..." : ""),
+          "add them to DNS or /etc/hosts on every node (State=CLOUD nodes and dns.exclude are not checked)");
+    if (!f.unresolved_in_time.empty())
+      k.add("dns", Status::warn, std::to_string(f.unresolved_in_time.size()) + " lookups had not answered within " + c.get("deadline.dns") + " s",
+          "check the resolvers in /etc/resolv.conf; slow lookups also slow every job start");
+    if (bad.empty() && f.unresolved_in_time.empty() && !f.resolved.empty())
+      k.add("dns", Status::pass, std::to_string(f.resolved.size()) + " nodes resolve" +
+                               (f.cloud_nodes.empty() ? "" : " (" + std::to_string(f.cloud_nodes.size()) + " CLOUD nodes not checked)"));
+  }
+}
+
+// A cnet plugin built for another Slurm release is skipped at load with one log line, and what it
+// provides silently vanishes from jobs (gres/rdma's NIC variables, say).
+void check_plugins(Checks& k) {
+  const NodeFacts& f = k.f;
+  const DoctorConfig& c = k.c;
+  if (k.on("plugins") && !f.cnet_plugins.empty()) {
+    std::vector<std::string> bad;
+    for (const auto& p : f.cnet_plugins) {
+      std::string name = std::filesystem::path(p.path).filename().string();
+      if (!p.version) k.add("plugins", Status::warn, p.path + " is not readable as a Slurm plugin", "reinstall cnet-slurm-plugins");
+      else if (!f.slurm_version) continue;
+      else if (!slurm_would_load(*p.version, *f.slurm_version, p.spank))
+        bad.push_back(name + " was built for Slurm " + version_text(*p.version));
+    }
+    if (!bad.empty())
+      k.add("plugins", severity(c, "plugins"), common::join(bad, "; ") + ", but this node runs Slurm " + version_text(*f.slurm_version) + ", which skips it",
+          "install the cnet-slurm-plugins built for this Slurm, or build cnet against its configured source (README: site admin guide)");
+    else if (!f.slurm_version) k.add("plugins", Status::skip, "the running Slurm's version is not known (no slurmd -V)");
+    else k.add("plugins", Status::pass, std::to_string(f.cnet_plugins.size()) + " cnet plugins built for Slurm " + version_text(*f.slurm_version));
+  }
+}
+
+// Slurm authenticates every RPC with munge: a node whose munged does not answer, or whose credentials
+// do not decode, cannot talk to slurmctld; a key others can read lets them forge any user's jobs.
+void check_munge(Checks& k) {
+  const NodeFacts& f = k.f;
+  const DoctorConfig& c = k.c;
+  if (k.on("munge") && f.munge.used) {
+    const MungeState& m = f.munge;
+    std::string where = m.socket.empty() ? "munge's default socket" : m.socket;
+    bool problem = false;
+    if (m.probed && !m.encodes) {
+      k.add("munge", severity(c, "munge"), m.problem + " (" + where + ")",
+          "start munged (systemctl enable --now munge); slurm.conf's AuthInfo=socket= must name its socket");
+      problem = true;
+    } else if (m.probed && !m.decodes) {
+      k.add("munge", severity(c, "munge"), "a credential made here does not decode here: " + m.problem,
+          "munged's key or clock is off: the same /etc/munge/munge.key on every node (mode 0400, owner munge), time synchronized");
+      problem = true;
+    }
+    if (m.key_exists && (m.key_mode & 077)) {
+      char mode[16];
+      std::snprintf(mode, sizeof mode, "%04o", m.key_mode);
+      k.add("munge key", severity(c, "munge"), m.key_file + " has mode " + mode + ": users other than its owner can read it",
+          "chmod 0400 " + m.key_file + " (anyone who reads the key can forge credentials for any user)");
+      problem = true;
+    } else if (m.key_exists && m.key_owner != "munge") {
+      k.add("munge key", Status::warn, m.key_file + " is owned by " + m.key_owner + ", not munge", "chown munge: " + m.key_file);
+      problem = true;
+    }
+    if (!problem && m.probed) k.add("munge", Status::pass, "credentials encode and decode (" + where + ")");
+    else if (!problem && m.key_exists) k.add("munge", Status::pass, "key " + m.key_file + " readable by its owner only");
+  }
+}
+
+// The kernel's verdict on what matters: the controller's connection to this node's slurmd.
+void check_firewall(Checks& k) {
+  const NodeFacts& f = k.f;
+  const DoctorConfig& c = k.c;
+  if (k.on("firewall")) {
+    if (!f.firewall_known) {
+      k.add("firewall", f.firewall_problem.find("did not answer") != std::string::npos ? Status::warn : Status::skip,
+          "rules not readable: " + (f.firewall_problem.empty() ? std::string("no iptables-save") : f.firewall_problem));
+    } else {
+      Connection conn{f.controller_address, f.slurmd_port, interface_for(f.route_table, f.controller_address)};
+      FirewallVerdict v = evaluate_firewall(f.firewall_rules, conn);
+      std::string from = f.controller.empty() ? "the controller" : "slurmctld (" + f.controller + (conn.source.empty() ? "" : " at " + conn.source) + ")";
+      if (v.kind == FirewallVerdict::blocked)
+        k.add("firewall", severity(c, "firewall"), "'" + common::printable(v.rule, 160) + "' blocks Slurm port " + std::to_string(f.slurmd_port) + " for " + from,
+            "allow the Slurm ports (SlurmctldPort, SlurmdPort, SrunPortRange) and UCX/NCCL traffic between nodes");
+      else if (v.kind == FirewallVerdict::unknown)
+        k.add("firewall", Status::warn, "cannot tell whether '" + common::printable(v.rule, 160) + "' blocks Slurm port " + std::to_string(f.slurmd_port) + ": " + v.why,
+            "check by hand that " + from + " reaches port " + std::to_string(f.slurmd_port));
+      else k.add("firewall", Status::pass, "Slurm port " + std::to_string(f.slurmd_port) + " open to " + from);
+    }
+  }
+}
+
 }  // namespace
 
 const char* to_string(Status s) {
@@ -115,6 +375,7 @@ DoctorConfig DoctorConfig::defaults() {
   DoctorConfig c;
   c.values.insert(kSeverities.begin(), kSeverities.end());
   c.values.insert(kNumbers.begin(), kNumbers.end());
+  for (const auto& [key, value] : kNumbers) c.numbers[key] = std::stoull(value);
   return c;
 }
 
@@ -136,6 +397,7 @@ DoctorConfig DoctorConfig::parse(const std::string& text, const std::string& sou
       if (!std::regex_match(value, std::regex("[0-9]{1,19}"))) throw std::runtime_error(where + key + " must be a whole number (0 turns it off), not '" + common::printable(value, 32) + "'");
       if (key.starts_with("deadline.") && (value == "0" || value.size() > 3))
         throw std::runtime_error(where + key + " must be 1 to 999 seconds");
+      c.numbers[key] = std::stoull(value);  // 19 digits at most: fits
     } else if (kLists.count(key)) {
       try {
         c.lists[key] = key == "dns.exclude" ? common::expand_hostlist(value) : common::split(value);
@@ -173,209 +435,31 @@ const std::vector<std::string>& DoctorConfig::list(const std::string& key) const
   return it == lists.end() ? none : it->second;
 }
 
-std::chrono::seconds DoctorConfig::deadline(const std::string& what) const {
-  return std::chrono::seconds(std::stoul(get("deadline." + what)));
+std::uint64_t DoctorConfig::number(const std::string& key) const {
+  auto it = numbers.find(key);
+  if (it == numbers.end()) throw std::logic_error("doctor.conf has no number " + key);  // a typo in cnet's code
+  return it->second;
 }
 
+std::chrono::seconds DoctorConfig::deadline(const std::string& what) const { return std::chrono::seconds(number("deadline." + what)); }
+
 std::vector<CheckResult> run_checks(const NodeFacts& f, const DoctorConfig& c) {
-  std::vector<CheckResult> out;
-  auto on = [&](const char* key) { return c.get(key) != "off"; };
-  auto add = [&](std::string check, Status s, std::string seen, std::string fix = "") {
-    if (s == Status::skip && seen.empty()) return;  // turned off
-    out.push_back({std::move(check), s, std::move(seen), s == Status::pass || s == Status::skip ? "" : std::move(fix)});
-  };
-
-  if (on("clock") || on("clock.unsync")) {
-    double limit = std::stod(c.get("clock.max_offset_ms"));
-    if (!f.clock.known) add("clock", Status::skip, "clock state not readable");
-    else if (limit > 0 && std::fabs(f.clock.offset_ms) > limit)
-      add("clock", severity(c, "clock"), "offset " + std::to_string(std::lround(f.clock.offset_ms)) + " ms (limit " + c.get("clock.max_offset_ms") + " ms)",
-          "check the time source (chronyc tracking); Slurm's munge credentials fail past a few minutes' skew");
-    else if (!f.clock.synchronized)
-      add("clock", severity(c, "clock.unsync"), "not synchronized to a time source",
-          "run chronyd or ntpd (systemctl enable --now chrony) and wait until it has synced; if every node says so, the site's time source is down");
-    else add("clock", Status::pass, "synchronized, offset " + std::to_string(std::lround(f.clock.offset_ms)) + " ms");
-  }
-
-  if (on("swap")) {
-    if (f.swap_kb > 0) add("swap", severity(c, "swap"), mb(f.swap_kb) + " of swap configured", "swapoff -a, and remove swap from /etc/fstab");
-    else add("swap", Status::pass, "off");
-  }
-
-  for (const char* key : {"net.core.rmem_max", "net.core.wmem_max", "fs.file-max"}) {
-    std::uint64_t want = std::stoull(c.get(key));
-    if (want == 0 || !on("sysctl")) continue;
-    auto it = f.sysctl.find(key);
-    if (it == f.sysctl.end()) {
-      add(key, Status::skip, "not readable");
-      continue;
-    }
-    std::uint64_t have = std::strtoull(it->second.c_str(), nullptr, 10);
-    if (have < want) add(key, severity(c, "sysctl"), it->second + " (want at least " + c.get(key) + ")", "sysctl -w " + std::string(key) + "=" + c.get(key) + " and persist it in /etc/sysctl.d/");
-    else add(key, Status::pass, it->second);
-  }
-
-  if (on("memlock")) {
-    bool rdma = std::any_of(f.topology.nics.begin(), f.topology.nics.end(), [](const topology::Nic& n) { return n.is_rdma(); });
-    if (!f.memlock_bytes) add("memlock", Status::pass, "unlimited");
-    else
-      add("memlock", rdma ? severity(c, "memlock") : Status::warn,
-          std::to_string(*f.memlock_bytes / 1024) + " KB locked memory limit" + (rdma ? " on a node with RDMA NICs" : ""),
-          "RDMA registers memory: LimitMEMLOCK=infinity for slurmd (systemd) and '* - memlock unlimited' in /etc/security/limits.conf");
-  }
-  if (std::uint64_t want = std::stoull(c.get("nofile")); want > 0 && on("limits")) {
-    if (f.open_files < want) add("nofile", severity(c, "limits"), std::to_string(f.open_files) + " open files (want at least " + c.get("nofile") + ")",
-                                 "raise LimitNOFILE for slurmd and nofile in /etc/security/limits.conf");
-    else add("nofile", Status::pass, f.open_files == UINT64_MAX ? "unlimited" : std::to_string(f.open_files));
-  }
-
-  // A discovery that hung is this node's own fault (its driver or sysfs), and jobs would hang on it too.
-  if (f.topology_hung) add("discovery", severity(c, "discovery"), f.topology_problem, "check the GPU driver (nvidia-smi; dmesg | grep -i xid) and reboot the node if it hangs");
-
-  if (on("nics") || on("mtu")) {
-    if (!f.topology_problem.empty()) {
-      if (!f.topology_hung) add("nics", Status::warn, "topology not readable: " + f.topology_problem, "run cnet-topo on the node to see why");
-    } else {
-      topology::CheckOptions options;
-      options.fabric = c.list("mtu.nics").empty() ? f.job_fabric : topology::NicSelection::exactly(c.list("mtu.nics"));
-      bool rdma = std::any_of(f.topology.nics.begin(), f.topology.nics.end(), [](const topology::Nic& n) { return n.is_rdma(); });
-      const auto& excluded = c.list("nics.exclude");
-      bool any = false;
-      for (const auto& finding : topology::check_links(f.topology, options)) {
-        if (finding.kind != topology::FindingKind::link_fault || listed(excluded, finding.subject)) continue;
-        bool mtu = finding.aspect == "mtu";
-        if (!on(mtu ? "mtu" : "nics")) continue;
-        any = true;
-        add((mtu ? "mtu " : "nic ") + finding.subject, severity(c, mtu ? "mtu" : "nics"), finding.problem, finding.fix);
-      }
-      if (!any) {
-        std::string seen = std::to_string(f.topology.nics.size()) + " NICs, no link problem";
-        if (options.fabric.empty() && !rdma && f.topology.nics.size() > 1)
-          seen += "; MTUs not compared (an Ethernet-only node: name the job fabric with mtu.nics in doctor.conf)";
-        add("nics", Status::pass, seen);
-      }
-    }
-  }
-
-  if (f.held_jobs_known && (on("stuck") || on("stuck.overtime"))) {
-    auto after = static_cast<std::int64_t>(std::stoll(c.get("stuck.after_s")));
-    auto stuck = scheduling::stuck_jobs(f.held_jobs, f.now, after);
-    if (auto it = stuck.find(f.hostname); it != stuck.end() && after > 0) {
-      for (const auto& j : it->second)
-        add("stuck job", severity(c, j.completing ? "stuck" : "stuck.overtime"), j.describe(),
-            j.completing ? "find what keeps it: the job's processes still alive (ps -eo pid,stat,user,cmd; state D is a hung device or "
-                           "filesystem), a hung epilog or GPU (nvidia-smi); kill them or reboot the node. cnet-doctor resumes the node "
-                           "it drained once the job is gone"
-                         : "scancel " + j.job_id + " if it should have ended (OverTimeLimit in slurm.conf allows jobs past their limit)");
-    } else {
-      add("stuck job", Status::pass, std::to_string(f.held_jobs.size()) + " running or completing jobs here, none past its end by " +
-                                         scheduling::format_duration(after));
-    }
-  }
-
-  if (on("nic.tuning"))
-    for (const auto& n : f.nic_settings)
-      if (!listed(c.list("nics.exclude"), n.name(), n.rdma_device)) nic_tuning_checks(n, c, add);
-
-  if (on("gres")) {
-    unsigned gpus_declared = 0, missing = 0;
-    for (const auto& d : f.gres_devices) {
-      if (d.name == "gpu") ++gpus_declared;
-      if (!d.present && !listed(c.list("gres.exclude"), d.file)) {
-        ++missing;
-        add("gres " + d.name, severity(c, "gres"), "gres.conf lists " + d.file + " but it does not exist",
-            "load the driver, or correct gres.conf (cnet-topo --format gres writes it)");
-      }
-    }
-    if (f.topology_problem.empty() && f.topology.gpus.size() > 0 && f.topology.gpus.size() < gpus_declared)
-      add("gres gpu", Status::warn, "gres.conf declares " + std::to_string(gpus_declared) + " GPUs, discovery found " + std::to_string(f.topology.gpus.size()),
-          "a GPU may have fallen off the bus (nvidia-smi; dmesg | grep -i xid)");
-    if (!missing && !f.gres_devices.empty()) add("gres", Status::pass, std::to_string(f.gres_devices.size()) + " device files present");
-  }
-
-  // Name resolution is shared by every node: a name that does not resolve is the same everywhere.
-  if (on("dns")) {
-    std::vector<std::string> bad;
-    for (const auto& [node, addr] : f.resolved)
-      if (addr.empty() && !listed(c.list("dns.exclude"), node)) bad.push_back(node);
-    if (!bad.empty())
-      add("dns", severity(c, "dns"), std::to_string(bad.size()) + " of " + std::to_string(f.resolved.size()) + " nodes do not resolve: " +
-          common::join(std::vector<std::string>(bad.begin(), bad.begin() + std::min<std::size_t>(bad.size(), 8)), ", ") + (bad.size() > 8 ? ", ..." : ""),
-          "add them to DNS or /etc/hosts on every node (State=CLOUD nodes and dns.exclude are not checked)");
-    if (!f.unresolved_in_time.empty())
-      add("dns", Status::warn, std::to_string(f.unresolved_in_time.size()) + " lookups had not answered within " + c.get("deadline.dns") + " s",
-          "check the resolvers in /etc/resolv.conf; slow lookups also slow every job start");
-    if (bad.empty() && f.unresolved_in_time.empty() && !f.resolved.empty())
-      add("dns", Status::pass, std::to_string(f.resolved.size()) + " nodes resolve" +
-                               (f.cloud_nodes.empty() ? "" : " (" + std::to_string(f.cloud_nodes.size()) + " CLOUD nodes not checked)"));
-  }
-
-  // A cnet plugin built for another Slurm release is skipped at load with one log line, and what it
-  // provides silently vanishes from jobs (gres/rdma's NIC variables, say).
-  if (on("plugins") && !f.cnet_plugins.empty()) {
-    std::vector<std::string> bad;
-    for (const auto& p : f.cnet_plugins) {
-      std::string name = std::filesystem::path(p.path).filename().string();
-      if (!p.version) add("plugins", Status::warn, p.path + " is not readable as a Slurm plugin", "reinstall cnet-slurm-plugins");
-      else if (!f.slurm_version) continue;
-      else if (!slurm_would_load(*p.version, *f.slurm_version, p.spank))
-        bad.push_back(name + " was built for Slurm " + version_text(*p.version));
-    }
-    if (!bad.empty())
-      add("plugins", severity(c, "plugins"), common::join(bad, "; ") + ", but this node runs Slurm " + version_text(*f.slurm_version) + ", which skips it",
-          "install the cnet-slurm-plugins built for this Slurm, or build cnet against its configured source (README: site admin guide)");
-    else if (!f.slurm_version) add("plugins", Status::skip, "the running Slurm's version is not known (no slurmd -V)");
-    else add("plugins", Status::pass, std::to_string(f.cnet_plugins.size()) + " cnet plugins built for Slurm " + version_text(*f.slurm_version));
-  }
-
-  // Slurm authenticates every RPC with munge: a node whose munged does not answer, or whose credentials
-  // do not decode, cannot talk to slurmctld; a key others can read lets them forge any user's jobs.
-  if (on("munge") && f.munge.used) {
-    const MungeState& m = f.munge;
-    std::string where = m.socket.empty() ? "munge's default socket" : m.socket;
-    bool problem = false;
-    if (m.probed && !m.encodes) {
-      add("munge", severity(c, "munge"), m.problem + " (" + where + ")",
-          "start munged (systemctl enable --now munge); slurm.conf's AuthInfo=socket= must name its socket");
-      problem = true;
-    } else if (m.probed && !m.decodes) {
-      add("munge", severity(c, "munge"), "a credential made here does not decode here: " + m.problem,
-          "munged's key or clock is off: the same /etc/munge/munge.key on every node (mode 0400, owner munge), time synchronized");
-      problem = true;
-    }
-    if (m.key_exists && (m.key_mode & 077)) {
-      char mode[16];
-      std::snprintf(mode, sizeof mode, "%04o", m.key_mode);
-      add("munge key", severity(c, "munge"), m.key_file + " has mode " + mode + ": users other than its owner can read it",
-          "chmod 0400 " + m.key_file + " (anyone who reads the key can forge credentials for any user)");
-      problem = true;
-    } else if (m.key_exists && m.key_owner != "munge") {
-      add("munge key", Status::warn, m.key_file + " is owned by " + m.key_owner + ", not munge", "chown munge: " + m.key_file);
-      problem = true;
-    }
-    if (!problem && m.probed) add("munge", Status::pass, "credentials encode and decode (" + where + ")");
-    else if (!problem && m.key_exists) add("munge", Status::pass, "key " + m.key_file + " readable by its owner only");
-  }
-
-  // The kernel's verdict on what matters: the controller's connection to this node's slurmd.
-  if (on("firewall")) {
-    if (!f.firewall_known) {
-      add("firewall", f.firewall_problem.find("did not answer") != std::string::npos ? Status::warn : Status::skip,
-          "rules not readable: " + (f.firewall_problem.empty() ? std::string("no iptables-save") : f.firewall_problem));
-    } else {
-      Connection conn{f.controller_address, f.slurmd_port, interface_for(f.route_table, f.controller_address)};
-      FirewallVerdict v = evaluate_firewall(f.firewall_rules, conn);
-      std::string from = f.controller.empty() ? "the controller" : "slurmctld (" + f.controller + (conn.source.empty() ? "" : " at " + conn.source) + ")";
-      if (v.kind == FirewallVerdict::blocked)
-        add("firewall", severity(c, "firewall"), "'" + common::printable(v.rule, 160) + "' blocks Slurm port " + std::to_string(f.slurmd_port) + " for " + from,
-            "allow the Slurm ports (SlurmctldPort, SlurmdPort, SrunPortRange) and UCX/NCCL traffic between nodes");
-      else if (v.kind == FirewallVerdict::unknown)
-        add("firewall", Status::warn, "cannot tell whether '" + common::printable(v.rule, 160) + "' blocks Slurm port " + std::to_string(f.slurmd_port) + ": " + v.why,
-            "check by hand that " + from + " reaches port " + std::to_string(f.slurmd_port));
-      else add("firewall", Status::pass, "Slurm port " + std::to_string(f.slurmd_port) + " open to " + from);
-    }
-  }
-  return out;
+  Checks k{f, c, {}};
+  check_clock(k);
+  check_swap(k);
+  check_sysctls(k);
+  check_memlock(k);
+  check_open_files(k);
+  check_discovery(k);
+  check_links(k);
+  check_stuck_jobs(k);
+  check_nic_tuning(k);
+  check_gres(k);
+  check_dns(k);
+  check_plugins(k);
+  check_munge(k);
+  check_firewall(k);
+  return std::move(k.out);
 }
 
 Status worst(const std::vector<CheckResult>& results) {

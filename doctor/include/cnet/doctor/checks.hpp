@@ -35,12 +35,14 @@ struct CheckResult {
 struct DoctorConfig {
   std::map<std::string, std::string> values;  // defaults, overridden by the file
   std::map<std::string, std::vector<std::string>> lists;  // *.exclude, mtu.nics
+  std::map<std::string, std::uint64_t> numbers;  // thresholds and deadlines, parsed once when read
   static DoctorConfig defaults();
   // Reads KEY = VALUE lines over the defaults; throws std::runtime_error naming file:line and the key.
   static DoctorConfig load(const std::string& path);
   static DoctorConfig parse(const std::string& text, const std::string& source);
   std::string get(const std::string& key) const;
   const std::vector<std::string>& list(const std::string& key) const;
+  std::uint64_t number(const std::string& key) const;  // a threshold or deadline (kNumbers' keys)
   std::chrono::seconds deadline(const std::string& what) const;  // "discovery", "dns", "firewall", "scontrol", "munge"
 };
 
