@@ -31,7 +31,7 @@ SingleProcessResult run_single_process(const std::string& model_path, const std:
 int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
   const auto& me = boot.placement();
   auto fail = [&](int code, const std::string& message) -> int {
-    std::fprintf(stderr, "cnet-run %s: rank %u on %s: %s\n", o.name.c_str(), me.rank, me.hostname.c_str(), message.c_str());
+    std::fprintf(stderr, "%s: rank %u on %s: %s\n", o.label().c_str(), me.rank, me.hostname.c_str(), message.c_str());
     std::fflush(stderr);
     boot.abort(code, message);
     return code;  // not reached: abort ends this process
@@ -46,7 +46,7 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
       refuse_output_over_inputs(o);
       refuse_trace_over_job_files(o);
       std::string identity = file_identity(o.model) + " " + file_identity(o.input) + " micro-batch " + std::to_string(o.micro_batch);
-      sink = std::make_unique<OutputSink>(o.name, o.output, job.input.rows, job.model.output_width(), identity, job.all.size(), resuming(o));
+      sink = std::make_unique<OutputSink>(o.label(), o.output, job.input.rows, job.model.output_width(), identity, job.all.size(), resuming(o));
     }
   } catch (const std::exception& e) {
     return fail(kBadInput, e.what());

@@ -101,9 +101,9 @@ std::vector<double> stage_busy(const JobLayout& layout, const std::vector<double
 void write_trace(const InferenceOptions& o, const std::vector<RankTrace>& ranks) {
   try {
     common::write_file_atomically(o.trace, chrome_trace(ranks));
-    std::fprintf(stderr, "cnet-run %s: trace -> %s (open in https://ui.perfetto.dev or chrome://tracing)\n", o.name.c_str(), o.trace.c_str());
+    std::fprintf(stderr, "%s: trace -> %s (open in https://ui.perfetto.dev or chrome://tracing)\n", o.label().c_str(), o.trace.c_str());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "cnet-run %s: warning: no trace written: %s (the output is complete)\n", o.name.c_str(), e.what());
+    std::fprintf(stderr, "%s: warning: no trace written: %s (the output is complete)\n", o.label().c_str(), e.what());
   }
 }
 
@@ -113,8 +113,8 @@ void print_banner(const InferenceOptions& o, const Job& job, const transport::Uc
   double total_cost = 0;
   for (const auto& s : job.stages) total_cost += s.cost;
   const unsigned S = job.layout.stages, R = job.layout.replicas;
-  std::fprintf(stderr, "cnet-run %s: %u stage%s x %u replica%s on %s; %zu layers (width %zu -> %zu); %zu micro-batches of %zu rows; %s\n",
-               o.name.c_str(), S, S > 1 ? "s" : "", R, R > 1 ? "s" : "", common::join({hosts.begin(), hosts.end()}, ",").c_str(),
+  std::fprintf(stderr, "%s: %u stage%s x %u replica%s on %s; %zu layers (width %zu -> %zu); %zu micro-batches of %zu rows; %s\n",
+               o.label().c_str(), S, S > 1 ? "s" : "", R, R > 1 ? "s" : "", common::join({hosts.begin(), hosts.end()}, ",").c_str(),
                job.model.layers.size(), job.model.input_width(), job.model.output_width(), job.all.size(), o.micro_batch,
                (mixed_devices(o.stage_devices) ? std::string("stages on CPUs and GPUs")
                                                : job.forward->device() + (job.gpu >= 0 && S > 1 ? "; activations: " + std::string(describe(job.to_next)) : ""))
@@ -126,7 +126,7 @@ void print_banner(const InferenceOptions& o, const Job& job, const transport::Uc
   for (unsigned k = 0; k < job.cuts.size(); ++k)
     if (job.cuts[k].any()) std::fprintf(stderr, "  %s\n", describe_cut(job, k).c_str());
   if (todo < job.all.size())
-    std::fprintf(stderr, "cnet-run %s: resuming: %zu of %zu micro-batches already done, %zu to go\n", o.name.c_str(),
+    std::fprintf(stderr, "%s: resuming: %zu of %zu micro-batches already done, %zu to go\n", o.label().c_str(),
                  job.all.size() - todo, job.all.size(), todo);
   std::fflush(stderr);
 }
@@ -143,12 +143,12 @@ nlohmann::json summarize_run(const InferenceOptions& o, const Job& job, OutputSi
   sink.line();
   double seconds = sink.elapsed();
   double rate = static_cast<double>(sink.rows_this_run()) / std::max(seconds, 1e-9);
-  std::fprintf(stderr, "cnet-run %s: done: %zu rows in %.2f s (%.0f rows/s) -> %s\n", o.name.c_str(), sink.rows_this_run(), seconds, rate,
+  std::fprintf(stderr, "%s: done: %zu rows in %.2f s (%.0f rows/s) -> %s\n", o.label().c_str(), sink.rows_this_run(), seconds, rate,
                o.output.c_str());
   std::vector<double> busy;  // every rank's seconds computing
   for (const auto& r : ranks) busy.push_back(r.busy_seconds);
   if (busy.size() > 1)  // where a stage is short of 100%, it waited: a slower stage, transfers, the output
-    std::fprintf(stderr, "cnet-run %s: computing: %s of the run\n", o.name.c_str(), busy_line(job.layout, busy, seconds).c_str());
+    std::fprintf(stderr, "%s: computing: %s of the run\n", o.label().c_str(), busy_line(job.layout, busy, seconds).c_str());
   const auto shares = cut_shares(job.layout, ranks);
   for (std::size_t k = 0; k < shares.size(); ++k) {
     const CutSwing& c = job.cuts[k];
@@ -161,15 +161,15 @@ nlohmann::json summarize_run(const InferenceOptions& o, const Job& job, OutputSi
     if (c.give)
       std::snprintf(line, sizeof line, "stage %zu computed layer %zu for %.0f%%", k + 1, job.stages[k].last - 1, 100 * shares[k].gave);
     if (c.give) moved.push_back(line);
-    std::fprintf(stderr, "cnet-run %s: at the cut of stages %zu and %zu: %s\n", o.name.c_str(), k, k + 1, common::join(moved, "; ").c_str());
+    std::fprintf(stderr, "%s: at the cut of stages %zu and %zu: %s\n", o.label().c_str(), k, k + 1, common::join(moved, "; ").c_str());
   }
   // Stages on nodes of unequal speed (or given a lopsided --stage-layers): say which split evens them out.
   auto advice = faster_split(job.model, stages_as_run(job, shares), stage_busy(job.layout, busy));
   if (advice) {
     std::vector<std::string> counts;
     for (std::size_t n : advice->layers_per_stage) counts.push_back(std::to_string(n));
-    std::fprintf(stderr, "cnet-run %s: stage %zu held the others back: at the speeds the stages showed, --stage-layers %s "
-                 "would even them out (about %.0f%% off its time)\n", o.name.c_str(), advice->slowest, common::join(counts, ",").c_str(),
+    std::fprintf(stderr, "%s: stage %zu held the others back: at the speeds the stages showed, --stage-layers %s "
+                 "would even them out (about %.0f%% off its time)\n", o.label().c_str(), advice->slowest, common::join(counts, ",").c_str(),
                  100 * advice->gain);
   }
   nlohmann::json summary = {{"name", o.name}, {"ranks", size}, {"stages", job.layout.stages}, {"replicas", job.layout.replicas},
@@ -206,14 +206,14 @@ int verify_output(const InferenceOptions& o, const Job& job, double rate, bool w
     const char* one = reference >= 0 ? "one process running the whole model on this GPU" : "one process running the whole model";
     int code = kOk;
     if (v.identical) {
-      std::fprintf(stderr, "cnet-run %s: verify: bit-identical to %s (%zu rows)\n", o.name.c_str(), one, job.input.rows);
+      std::fprintf(stderr, "%s: verify: bit-identical to %s (%zu rows)\n", o.label().c_str(), one, job.input.rows);
     } else {
-      std::fprintf(stderr, "cnet-run %s: verify: %zu of %zu values differ from %s (first in row %zu); max abs error %.3g, max rel error %.3g\n",
-                   o.name.c_str(), v.differing, single.output.size(), one, v.first_row, v.max_abs, v.max_rel);
+      std::fprintf(stderr, "%s: verify: %zu of %zu values differ from %s (first in row %zu); max abs error %.3g, max rel error %.3g\n",
+                   o.label().c_str(), v.differing, single.output.size(), one, v.first_row, v.max_abs, v.max_rel);
       if (o.verify_tolerance == 0 || !(v.max_rel <= o.verify_tolerance)) code = kVerifyMismatch;
     }
     if (whole_run)  // a resumed run timed only part of the work
-      std::fprintf(stderr, "cnet-run %s: throughput: %.0f rows/s on %u ranks vs %.0f rows/s on %s: %.2fx\n", o.name.c_str(), rate, ranks,
+      std::fprintf(stderr, "%s: throughput: %.0f rows/s on %u ranks vs %.0f rows/s on %s: %.2fx\n", o.label().c_str(), rate, ranks,
                    single_rate, reference >= 0 ? "one process on this GPU" : "one process", rate / single_rate);
     summary["verify"] = {{"identical", v.identical}, {"differing_values", v.differing}, {"max_abs_error", v.max_abs},
                          {"max_rel_error", v.max_rel}, {"single_process_rows_per_second", single_rate},
@@ -223,8 +223,8 @@ int verify_output(const InferenceOptions& o, const Job& job, double rate, bool w
       Verdict c = compare(written, cpu.output, job.model.output_width());
       double cpu_rate = static_cast<double>(job.input.rows) / std::max(cpu.seconds, 1e-9);
       bool within = o.verify_tolerance == 0 || c.max_rel <= o.verify_tolerance;
-      std::fprintf(stderr, "cnet-run %s: verify: against the CPU path: max abs error %.3g, max rel error %.3g%s; CPU %.0f rows/s\n",
-                   o.name.c_str(), c.max_abs, c.max_rel,
+      std::fprintf(stderr, "%s: verify: against the CPU path: max abs error %.3g, max rel error %.3g%s; CPU %.0f rows/s\n",
+                   o.label().c_str(), c.max_abs, c.max_rel,
                    o.verify_tolerance == 0 ? " (informational: no --verify-tolerance)" : (within ? " (within --verify-tolerance)" : " (OVER --verify-tolerance)"),
                    cpu_rate);
       if (!within) code = kVerifyMismatch;
@@ -232,7 +232,7 @@ int verify_output(const InferenceOptions& o, const Job& job, double rate, bool w
     }
     return code;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "cnet-run %s: verify failed: %s\n", o.name.c_str(), e.what());
+    std::fprintf(stderr, "%s: verify failed: %s\n", o.label().c_str(), e.what());
     return kVerifyMismatch;
   }
 }

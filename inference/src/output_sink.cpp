@@ -120,7 +120,7 @@ void OutputSink::line() {
   double s = elapsed(), rate = static_cast<double>(rows_) / std::max(s, 1e-9);
   std::size_t done = done_before_ + put_count_;
   double per_mb = s / static_cast<double>(std::max<std::size_t>(put_count_, 1));
-  std::fprintf(stderr, "cnet-run %s: %zu/%zu micro-batches, %zu rows this run, %.0f rows/s, ETA %s\n", name_.c_str(), done, total_, rows_,
+  std::fprintf(stderr, "%s: %zu/%zu micro-batches, %zu rows this run, %.0f rows/s, ETA %s\n", name_.c_str(), done, total_, rows_,
                rate, clock_text(per_mb * static_cast<double>(total_ - done)).c_str());
   std::fflush(stderr);
   last_line_ = Clock::now();

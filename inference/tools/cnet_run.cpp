@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   std::string peer_failure = "on", resume, stage_devices, stage_layers, stage_flag;  // stage_flag: as given, for messages
   po::options_description opts("cnet-run options");
   opts.add_options()("help,h", "show this help")("version", "print the version")
-      ("name", po::value(&o.name)->default_value(o.name), "job name in progress lines")
+      ("name", po::value(&o.name), "job name: every line says cnet-run NAME, and the --json summary names it")
       ("model", po::value(&o.model)->required(), "model weights with its layer list (safetensors)")
       ("input", po::value(&o.input)->required(), "input rows: a tensor 'input' [rows, width] (safetensors)")
       ("output", po::value(&o.output)->required(), "output file (safetensors); OUTPUT.progress records what is done")

@@ -418,11 +418,15 @@ int slurm_spank_task_init(spank_t sp, int, char**) {
       return kFail;
     }
     if (!g_step_topology) {
-      bool asked = g_options.check || g_options.bind_requested || g_options.net == NetMode::rdma;
-      if (asked) {
+      // Refused: what cannot be done without one (cores to bind, an RDMA NIC to find, NICs to check).
+      // --cnet-bind=none asks for nothing, and closest (the default) runs without a NIC choice.
+      bool needs_topology = g_options.check || g_options.bind == BindMode::strict || g_options.net == NetMode::rdma;
+      if (needs_topology) {
         if (local_task == 0) print_to_task("no node topology, so --cnet-bind/--cnet-net/--cnet-check cannot be honoured: " + g_topology_problem);
         return kFail;
       }
+      if (local_task == 0 && g_options.bind_requested && g_options.bind == BindMode::closest)
+        print_to_task("no node topology, so no NIC is chosen for this task (--cnet-bind=closest): " + g_topology_problem);
       if (!g_options.template_name.empty()) spank_setenv(sp, "CNET_TEMPLATE", g_options.template_name.c_str(), 1);
       return kOk;
     }

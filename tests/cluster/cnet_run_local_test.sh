@@ -19,6 +19,12 @@ for args in "--local 2:pipe" "--local 3 --parallel-scheme data:data" "--local 4 
 done
 for s in data hybrid one three fixed; do cmp -s "$work/pipe.safetensors" "$work/$s.safetensors" || fail "$s output differs from the pipeline's"; done
 echo "pipeline, data, hybrid and one rank give identical files"
+# Without --name every line says plainly "cnet-run:", with it "cnet-run NAME:".
+out=$("$CNET_BIN/cnet-run" --model "$work/model.safetensors" --input "$work/input.safetensors" --local 2 --output "$work/unnamed.safetensors" 2>&1) ||
+  fail "a run without --name: $out"
+grep -q "cnet-run cnet-run" <<<"$out" && fail "the default name doubles the tool's: $out"
+grep -q "^cnet-run: done: " <<<"$out" || fail "no 'cnet-run: done:' line without --name: $out"
+grep -q "^cnet-run t: done: " <<<"$(run --local 2 --output "$work/named.safetensors" 2>&1)" || fail "no 'cnet-run t: done:' line with --name t"
 # The layers beside each cut between CPU stages go to whichever stage keeps the two even: with 2 blocks
 # against 4 blocks, norm and head, stage 0 takes stage 1's first layer for most micro-batches (all but
 # the first few, decided before stage 1 has reported); with 5 blocks against 1 and the rest, stage 0

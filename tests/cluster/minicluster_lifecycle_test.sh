@@ -42,6 +42,12 @@ if err=$("$CNET_MINICLUSTER" run -- timeout 60 srun -N1 --cnet-check true 2>&1);
 if err=$("$CNET_MINICLUSTER" run -- timeout 60 srun -N1 --cnet-bind=strict true 2>&1); then fail "--cnet-bind=strict ran without a topology"; fi
 [[ $err == *"no node topology, so --cnet-bind/--cnet-net/--cnet-check cannot be honoured: cannot read hwloc XML"* ]] ||
   fail "no reason given for --cnet-bind: $err"
+# What needs no topology still runs: --cnet-bind=none asks for nothing, =closest is the default, which
+# runs without a NIC choice (and says so).
+out=$("$CNET_MINICLUSTER" run -- timeout 60 srun -N1 --cnet-bind=none echo ran 2>&1) || fail "--cnet-bind=none was refused without a topology: $out"
+[[ $out == *ran* ]] || fail "--cnet-bind=none: $out"
+out=$("$CNET_MINICLUSTER" run -- timeout 60 srun -N1 --cnet-bind=closest echo ran 2>&1) || fail "--cnet-bind=closest was refused without a topology: $out"
+[[ $out == *ran* && $out == *"no node topology, so no NIC is chosen for this task"* ]] || fail "--cnet-bind=closest ran without saying why it chose no NIC: $out"
 
 "$CNET_MINICLUSTER" down
 for p in $pids; do kill -0 "$p" 2>/dev/null && fail "pid $p still running after down"; done

@@ -16,7 +16,9 @@
 namespace cnet::inference {
 
 struct InferenceOptions {
-  std::string name = "cnet-run";
+  std::string name;  // --name: in progress lines and the summary
+  // What every line of the run starts with: "cnet-run" alone, or "cnet-run NAME" with --name.
+  std::string label() const { return name.empty() ? "cnet-run" : "cnet-run " + name; }
   std::string model, input, output;
   Scheme scheme = Scheme::pipeline;
   unsigned num_stages = 0;  // 0: as the scheme implies

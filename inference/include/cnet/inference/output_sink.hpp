@@ -28,7 +28,7 @@ namespace cnet::inference {
 class OutputSink {
  public:
   // `identity` ties the progress log to the model, input and micro-batch size; `resume` reopens both.
-  OutputSink(const std::string& name, const std::string& output, std::size_t rows, std::size_t width, const std::string& identity,
+  OutputSink(const std::string& label, const std::string& output, std::size_t rows, std::size_t width, const std::string& identity,
              std::size_t micro_batches, bool resume);
   ~OutputSink();
   OutputSink(const OutputSink&) = delete;
