@@ -33,6 +33,33 @@ if(CNET_FUZZ)
   add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=fuzzer-no-link>)  # coverage for the fuzzer in every library it drives
 endif()
 
+# Hardening as Debian builds packages (dpkg-buildflags with hardening=+all: fortify, stack protector
+# strong, format security, relro, bind now, PIE, stack clash and control-flow protection), in every
+# optimised build: root daemons load
+# cnet's plugins and root runs its tools. Not at -O0 (fortify needs optimisation) nor under sanitizers
+# and the fuzzer, which bring their own checks. hardening-check (devscripts) verifies it (tools.hardening).
+set(_cnet_hardening_default ON)
+if(CNET_SANITIZE OR CNET_FUZZ)
+  set(_cnet_hardening_default OFF)
+endif()
+option(CNET_HARDENING "Build with Debian's hardening flags in optimised builds" ${_cnet_hardening_default})
+if(CNET_HARDENING)
+  set(_optimised "$<AND:$<COMPILE_LANGUAGE:C,CXX>,$<NOT:$<CONFIG:Debug>>>")
+  add_compile_options("$<${_optimised}:-U_FORTIFY_SOURCE;-D_FORTIFY_SOURCE=2>" "$<$<COMPILE_LANGUAGE:C,CXX>:-fstack-protector-strong;-Wformat;-Werror=format-security>")
+  add_link_options(-Wl,-z,relro -Wl,-z,now)
+  # What newer dpkg-buildflags add and hardening-check looks for, where the compiler and target have it.
+  include(CheckCXXCompilerFlag)
+  foreach(flag -fstack-clash-protection -fcf-protection)
+    string(MAKE_C_IDENTIFIER "CNET_HAS${flag}" _has)
+    check_cxx_compiler_flag(${flag} ${_has})
+    if(${_has})
+      add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${flag}>")
+    endif()
+  endforeach()
+  include(CheckPIESupported)
+  check_pie_supported(LANGUAGES C CXX)
+endif()
+
 function(cnet_strict target)
   target_compile_options(${target} PRIVATE ${CNET_WARNINGS})
 endfunction()

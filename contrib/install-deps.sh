@@ -17,8 +17,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev openmpi-bin libopenmpi-dev clang libclang-rt-14-dev
   # cnet-launch's integration test: torch.distributed (CPU, gloo) for /usr/bin/python3
   python3-torch
-  # packages and docs: man pages from --help (dpkg-dev for cpack's dpkg-shlibdeps comes with build-essential)
-  help2man lintian
+  # packages and docs: man pages from --help (dpkg-dev for cpack's dpkg-shlibdeps comes with build-essential);
+  # devscripts for hardening-check
+  help2man lintian devscripts
   # the metrics test: promtool checks the textfiles and example alert rules (the server is never started)
   prometheus
   # minicluster: unshare/nsenter, ip, ps

@@ -38,7 +38,7 @@ void LstopoOfXmlCommand(benchmark::State& state) {
   for (auto _ : state) {
     pid_t pid = fork();
     if (pid == 0) {
-      freopen("/dev/null", "w", stdout);
+      if (!freopen("/dev/null", "w", stdout)) _exit(126);
       execlp("lstopo-no-graphics", "lstopo-no-graphics", "--input", g_xml.c_str(), "--of", "xml", "-", nullptr);
       _exit(127);
     }
