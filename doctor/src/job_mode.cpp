@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cnet/common/files.hpp"
 #include "cnet/common/text.hpp"
@@ -47,20 +48,58 @@ void add_nic_drivers(const std::vector<NodeReport>& nodes, std::map<std::string,
         report.nic_drivers[n.host] = n.nic_drivers;
 }
 
-std::vector<JobRow> job_table(const std::vector<NodeReport>& nodes, const std::map<std::string, transport::PerfReport>& pairs,
-                              const std::vector<transport::PerfReport>* baseline, double tolerance) {
-  // What most nodes have, per setting.
-  std::map<std::string, std::map<std::string, int>> votes;
+namespace {
+
+// Per setting, how many nodes have each value.
+using Votes = std::map<std::string, std::map<std::string, int>>;
+Votes count_votes(const std::vector<NodeReport>& nodes) {
+  Votes votes;
   for (const auto& n : nodes)
     for (const auto& [k, v] : n.settings) ++votes[k][v];
+  return votes;
+}
+
+// The value more than half the nodes that report a setting have, if any: only then is a node with
+// another value the odd one out (two nodes, or two against two, blame nobody).
+const std::string* majority(const std::map<std::string, int>& counts) {
+  int total = 0;
+  for (const auto& [value, n] : counts) total += n;
+  for (const auto& [value, n] : counts)
+    if (2 * n > total) return &value;
+  return nullptr;
+}
+
+// Settings every node of a job must share, however many differ: traffic between two nodes of different
+// MTUs stalls or fragments, and a slower link holds the whole job back.
+const std::map<std::string, std::string> kMustAgree = {{"/job_network/mtu", "MTU"}, {"/job_network/rate_gbps", "link rate (Gb/s)"}};
+
+}  // namespace
+
+std::vector<std::string> job_wide_problems(const std::vector<NodeReport>& nodes) {
+  std::vector<std::string> out;
+  for (const auto& [key, what] : kMustAgree) {
+    std::vector<std::string> seen;
+    std::set<std::string> values;
+    for (const auto& n : nodes)
+      if (auto it = n.settings.find(key); it != n.settings.end()) {
+        seen.push_back(n.host + " " + it->second);
+        values.insert(it->second);
+      }
+    if (values.size() > 1) out.push_back(common::join(seen, ", ") + ": " + what + " differs across the job");
+  }
+  return out;
+}
+
+std::vector<JobRow> job_table(const std::vector<NodeReport>& nodes, const std::map<std::string, transport::PerfReport>& pairs,
+                              const std::vector<transport::PerfReport>* baseline, double tolerance) {
+  const Votes votes = count_votes(nodes);
   std::vector<JobRow> rows;
   for (const auto& n : nodes) {
     JobRow row{n.host, n.status, true, 0, 0, n.failing};
     for (const auto& [k, v] : n.settings) {
       if (k == "/taken_on") continue;
-      const auto& counts = votes[k];
-      auto top = std::max_element(counts.begin(), counts.end(), [](auto& a, auto& b) { return a.second < b.second; });
-      if (top->first != v && top->second > 1) row.problems.push_back(k.substr(1) + " " + v + " (most nodes: " + top->first + ")");
+      const std::string* most = majority(votes.at(k));
+      if (most && *most != v) row.problems.push_back(k.substr(1) + " " + v + " (most nodes: " + *most + ")");
     }
     if (auto it = pairs.find(n.host); it != pairs.end() && !it->second.rows.empty()) {
       const auto& report = it->second;
@@ -132,7 +171,8 @@ int run_job_mode(const DoctorConfig& config, const GatherOptions& gather, const 
       rows[i].problems.push_back("munge: a credential made here does not decode on " + me.hostname + " (" + problem +
                                  "): every node needs the same /etc/munge/munge.key");
   }
-  int bad = 0;
+  const auto across = job_wide_problems(nodes);
+  int bad = static_cast<int>(across.size());
   json out = json::array();
   if (!o.json) std::printf("%-14s %-5s %10s %10s  %s\n", "node", "check", "GB/s", "p99(us)", "problems");
   for (const auto& row : rows) {
@@ -145,7 +185,9 @@ int run_job_mode(const DoctorConfig& config, const GatherOptions& gather, const 
     else
       std::printf("%-14s %-5s %10.2f %10.1f  %s\n", row.host.c_str(), row.status.c_str(), row.gbytes, row.p99_us, problems.c_str());
   }
-  if (o.json) std::printf("%s\n", out.dump(2).c_str());
+  if (o.json) std::printf("%s\n", json{{"nodes", out}, {"job", across}}.dump(2).c_str());
+  else
+    for (const auto& line : across) std::printf("job: %s\n", line.c_str());
   std::fflush(stdout);
   if (!o.save_baseline.empty()) {
     std::vector<transport::PerfReport> saved;

@@ -484,6 +484,8 @@ std::string snapshot_json(const NodeFacts& f) {
   }
   j["nic_settings"] = settings;
   if (f.job_interface_mtu) j["job_network"] = {{"mtu", f.job_interface_mtu}};  // names may differ; the MTU must not
+  for (const auto& n : f.topology.nics)  // and its rate, where the interface is a NIC discovery knows
+    if (!f.job_interface.empty() && n.netdev == f.job_interface && n.rate_gbps) j["job_network"]["rate_gbps"] = n.rate_gbps;
   json gpus = json::array();
   for (const auto& g : f.topology.gpus) gpus.push_back(g.model.empty() ? g.vendor : g.model);
   j["gpus"] = gpus;

@@ -45,6 +45,13 @@ echo "$out"
 expect_eq "$rc" 1 "cnet-doctor --job exit code with an MTU mismatch"
 grep -q "^cn2 .*job_network/mtu 1500 (most nodes: 9000)" <<<"$out" || fail "cn2's MTU not named: $out"
 grep -E "^cn[13] " <<<"$out" | grep -q "mtu" && fail "a 9000 node blamed for the MTU: $out"
+# The source article's own pool, two machines one of which lacks jumbo frames: no majority to blame,
+# yet the job is told, each node's MTU named, exit 1.
+rc=0
+out=$(srun --mpi=pmix --cnet-bind=none -N2 -w cn1,cn2 "$CNET_BIN/cnet-doctor" --job --config "$work/doctor.conf" 2>&1) || rc=$?
+echo "$out"
+expect_eq "$rc" 1 "cnet-doctor --job exit code, two nodes with different MTUs"
+grep -q "^job: cn1 9000, cn2 1500: MTU differs across the job" <<<"$out" || fail "the two nodes' MTUs not named: $out"
 out=$(srun --mpi=pmix --cnet-bind=none -N2 -w cn1,cn2 "$CNET_BIN/cnet-perf" p2p --min-size 4194304 --max-size 4194304 --iters 10) ||
   fail "4 MiB across the MTU mismatch: $out"
 

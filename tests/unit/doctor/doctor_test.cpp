@@ -435,6 +435,33 @@ TEST(Doctor, JobTableNamesDriverDrift) {
                                  "eth2 mlx5_core 24.01-0.3.3 firmware 16.35.2000");
 }
 
+// --job on the source article's minimal pool, two machines: one port without jumbo frames is no
+// majority's odd one out, yet the job must hear of it, naming each node's MTU. With three nodes the
+// majority names the odd node too; two against two blames neither node but still reports the job.
+TEST(Doctor, JobWideMtuMismatchIsReportedWithoutAMajority) {
+  auto node = [](const std::string& host, const std::string& mtu) {
+    return NodeReport{host, "pass", {}, {{"/job_network/mtu", mtu}, {"/job_network/rate_gbps", "100"}}, "", ""};
+  };
+  std::vector<NodeReport> two = {node("cn1", "9000"), node("cn2", "1500")};
+  EXPECT_EQ(job_wide_problems(two), std::vector<std::string>{"cn1 9000, cn2 1500: MTU differs across the job"});
+  for (const auto& row : job_table(two, {}, nullptr, 0.2)) EXPECT_TRUE(row.problems.empty()) << row.host << " blamed without a majority";
+
+  std::vector<NodeReport> three = {node("cn1", "9000"), node("cn2", "1500"), node("cn3", "9000")};
+  EXPECT_EQ(job_wide_problems(three).size(), 1u);
+  auto rows = job_table(three, {}, nullptr, 0.2);
+  EXPECT_EQ(rows[1].problems, std::vector<std::string>{"job_network/mtu 1500 (most nodes: 9000)"});
+  EXPECT_TRUE(rows[0].problems.empty());
+
+  std::vector<NodeReport> four = {node("cn1", "9000"), node("cn2", "1500"), node("cn3", "9000"), node("cn4", "1500")};
+  for (const auto& row : job_table(four, {}, nullptr, 0.2)) EXPECT_TRUE(row.problems.empty()) << row.host << " blamed in a tie";
+  EXPECT_EQ(job_wide_problems(four).size(), 1u);
+
+  std::vector<NodeReport> alike = {node("cn1", "9000"), node("cn2", "9000")};
+  EXPECT_TRUE(job_wide_problems(alike).empty());
+  alike[1].settings["/job_network/rate_gbps"] = "25";
+  EXPECT_EQ(job_wide_problems(alike), std::vector<std::string>{"cn1 100, cn2 25: link rate (Gb/s) differs across the job"});
+}
+
 // A job stuck completing on this node fails (the health check drains, naming it); one running past its
 // end only warns; other nodes' stuck jobs and recent ends are not this node's business.
 TEST(Doctor, StuckJobsOnThisNode) {

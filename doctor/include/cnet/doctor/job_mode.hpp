@@ -43,6 +43,10 @@ struct JobRow {
 // drivers changed since it was saved.
 std::vector<JobRow> job_table(const std::vector<NodeReport>& nodes, const std::map<std::string, transport::PerfReport>& pairs,
                               const std::vector<transport::PerfReport>* baseline, double tolerance);
+// Settings every node must share (the job network's MTU and link rate) that differ, naming each node's
+// value: "cn1 9000, cn2 1500: MTU differs across the job". Reported whether or not a majority names
+// the odd node (job_table does that), so two nodes that disagree are never called healthy.
+std::vector<std::string> job_wide_problems(const std::vector<NodeReport>& nodes);
 // Each pair report gets its two hosts' NIC drivers from their nodes' reports (what a baseline saves).
 void add_nic_drivers(const std::vector<NodeReport>& nodes, std::map<std::string, transport::PerfReport>& pairs);
 // Runs this rank's part under srun --mpi=pmix; rank 0 prints. Exit: 0 every node fine, 1 a node has problems.
