@@ -92,22 +92,32 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view t
 
 namespace {
 
-void remove_entry(int parent, const std::string& name, const std::string& shown, const std::vector<uid_t>& owners) {
+// A folder being emptied: its stream, its name in its parent, its entries as listed when it was opened.
+struct OpenFolder {
+  DIR* dir;
+  std::string name;
+  std::vector<std::string> children;
+  std::size_t next = 0;
+};
+
+bool owned_by(const std::vector<uid_t>& owners, uid_t uid) { return std::find(owners.begin(), owners.end(), uid) != owners.end(); }
+
+// Removes `name` in `parent` if it is not a folder (nothing if it is gone); opens it and lists it if it is.
+std::optional<OpenFolder> unlink_or_open(int parent, const std::string& name, const std::string& shown, const std::vector<uid_t>& owners) {
   struct stat st {};
   if (fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    if (errno == ENOENT) return;
+    if (errno == ENOENT) return std::nullopt;
     throw FileError(shown + ": " + std::strerror(errno));
   }
-  auto owned = [&](uid_t uid) { return std::find(owners.begin(), owners.end(), uid) != owners.end(); };
   if (!S_ISDIR(st.st_mode)) {
-    if (!owned(st.st_uid)) throw FileError(shown + " belongs to uid " + std::to_string(st.st_uid) + ", not to this job: left in place");
+    if (!owned_by(owners, st.st_uid)) throw FileError(shown + " belongs to uid " + std::to_string(st.st_uid) + ", not to this job: left in place");
     if (unlinkat(parent, name.c_str(), 0) != 0 && errno != ENOENT) throw FileError(shown + ": cannot remove: " + std::strerror(errno));
-    return;
+    return std::nullopt;
   }
   int fd = openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) throw FileError(shown + ": cannot open: " + std::strerror(errno));
   // The owner of what was opened, not of what the name showed a moment ago: it may have been swapped.
-  if (fstat(fd, &st) != 0 || !owned(st.st_uid)) {
+  if (fstat(fd, &st) != 0 || !owned_by(owners, st.st_uid)) {
     ::close(fd);
     throw FileError(shown + " belongs to uid " + std::to_string(st.st_uid) + ", not to this job: left in place");
   }
@@ -116,17 +126,44 @@ void remove_entry(int parent, const std::string& name, const std::string& shown,
     ::close(fd);
     throw FileError(shown + ": cannot list: " + std::strerror(errno));
   }
-  std::vector<std::string> children;
+  OpenFolder folder{dir, name, {}};
   while (dirent* e = readdir(dir))
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) children.emplace_back(e->d_name);
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) folder.children.emplace_back(e->d_name);
+  return folder;
+}
+
+// Depth first with a stack of open folders, not recursion: a tree a job made as deep as it likes costs
+// one descriptor and one listing per level up to kMaxRemoveDepth, and anything deeper is left in place
+// with an error naming it, never a stack overflow in a root daemon.
+void remove_entry(int parent, const std::string& name, const std::string& shown, const std::vector<uid_t>& owners) {
+  std::vector<OpenFolder> open;
+  auto path_to = [&](const std::string& leaf) {  // built only when needed: an error, or a child to open
+    std::string p = shown;
+    for (std::size_t i = 1; i < open.size(); ++i) p += "/" + open[i].name;
+    return open.empty() || leaf.empty() ? p : p + "/" + leaf;
+  };
   try {
-    for (const auto& child : children) remove_entry(dirfd(dir), child, shown + "/" + child, owners);
+    if (auto top = unlink_or_open(parent, name, shown, owners)) open.push_back(std::move(*top));
+    while (!open.empty()) {
+      OpenFolder& here = open.back();
+      if (here.next < here.children.size()) {
+        const std::string& child = here.children[here.next++];
+        if (open.size() >= kMaxRemoveDepth)
+          throw FileError(path_to(child) + ": more than " + std::to_string(kMaxRemoveDepth) + " folders deep: left in place");
+        if (auto sub = unlink_or_open(dirfd(here.dir), child, path_to(child), owners)) open.push_back(std::move(*sub));
+        continue;
+      }
+      const std::string emptied = path_to("");
+      std::string folder = here.name;
+      closedir(here.dir);
+      open.pop_back();
+      int above = open.empty() ? parent : dirfd(open.back().dir);
+      if (unlinkat(above, folder.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) throw FileError(emptied + ": cannot remove: " + std::strerror(errno));
+    }
   } catch (...) {
-    closedir(dir);
+    for (auto& f : open) closedir(f.dir);
     throw;
   }
-  closedir(dir);
-  if (unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) throw FileError(shown + ": cannot remove: " + std::strerror(errno));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 // Declared by the sanitizer runtimes, absent (null) without them.
 extern "C" void __sanitizer_set_death_callback(void (*)()) __attribute__((weak));
@@ -20,6 +21,20 @@ namespace cnet::common {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// How long a child killed with SIGKILL may take to be reaped before the caller stops waiting for it.
+constexpr auto kKillGrace = std::chrono::milliseconds(500);
+
+// Reaps `pid` if it ends by `deadline`, polling: waitpid never blocks the caller past the deadline.
+bool reaped_by(pid_t pid, Clock::time_point deadline, int& status) {
+  for (auto pause = std::chrono::milliseconds(1);; pause = std::min(pause * 2, std::chrono::milliseconds(50))) {
+    pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) return true;
+    if (done < 0 && errno != EINTR) return true;  // not our child any more (reaped elsewhere): nothing to wait for
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(pause);
+  }
+}
 
 // Reads the child's pipe until it closes or the deadline passes; then reaps the child, killing its
 // process group first when it is late.
@@ -43,12 +58,22 @@ ProcessResult collect(pid_t pid, int fd, Clock::time_point deadline, std::size_t
     if (r.output.size() < max_output) r.output.append(buf, std::min<std::size_t>(static_cast<std::size_t>(n), max_output - r.output.size()));
   }
   close(fd);
+  int status = 0;
+  if (!r.timed_out && !reaped_by(pid, deadline, status)) r.timed_out = true;  // closed its output, went on
   if (r.timed_out) {
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    if (!reaped_by(pid, Clock::now() + kKillGrace, status)) {
+      // Unkillable for now (state D: a hung driver or mount). The caller goes on; a thread of its own
+      // reaps the child whenever the kernel lets it go, so no zombie is left behind.
+      std::thread([pid] {
+        int ignored = 0;
+        while (waitpid(pid, &ignored, 0) < 0 && errno == EINTR) {
+        }
+      }).detach();
+      r.exit_code = -1;
+      return r;
+    }
   }
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
   return r;

@@ -1,4 +1,8 @@
 #include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -78,6 +82,39 @@ TEST(Files, RemoveTreeWalksWithoutFollowingLinks) {
   EXPECT_TRUE(fs::exists(d.file("outside/keep"))) << "a link at the top is removed as a link";
   remove_tree(d.file("never-was"), {geteuid()});  // nothing to do
   EXPECT_THROW(remove_tree(d.file("."), {geteuid()}), FileError);
+}
+
+// slurmstepd (root) removes a folder the job could fill beforehand: a tree 20000 folders deep cost one
+// stack frame, descriptor and path copy per level (417 MB, SIGSEGV under a 1 MiB stack). It is walked
+// without recursion now, and what lies deeper than kMaxRemoveDepth is left in place, named.
+TEST(Files, RemoveTreeLeavesATreeDeeperThanItsBoundInPlace) {
+  cnet::testing::ScratchDir d;
+  auto build = [&](const std::string& top, std::size_t depth) {
+    ASSERT_EQ(mkdir(d.file(top).c_str(), 0700), 0);
+    int fd = open(d.file(top).c_str(), O_RDONLY | O_DIRECTORY);
+    for (std::size_t i = 0; i < depth && fd >= 0; ++i) {
+      ASSERT_EQ(mkdirat(fd, "d", 0700), 0);
+      int next = openat(fd, "d", O_RDONLY | O_DIRECTORY);
+      close(fd);
+      fd = next;
+    }
+    ASSERT_GE(fd, 0);
+    close(fd);
+  };
+  build("shallow", kMaxRemoveDepth - 2);
+  remove_tree(d.file("shallow"), {geteuid()});
+  EXPECT_FALSE(fs::exists(d.file("shallow")));
+
+  build("deep", 20000);
+  std::string error = error_of([&] { remove_tree(d.file("deep"), {geteuid()}); });
+  EXPECT_NE(error.find("folders deep: left in place"), std::string::npos) << error;
+  EXPECT_TRUE(fs::exists(d.file("deep"))) << "the part it could not reach keeps its parents";
+  // Gone for the scratch folder's own clean-up, one level at a time (deep/d/d becomes deep/d).
+  std::string top = d.file("deep");
+  while (rename((top + "/d/d").c_str(), (top + "/next").c_str()) == 0) {
+    ASSERT_EQ(rmdir((top + "/d").c_str()), 0);
+    ASSERT_EQ(rename((top + "/next").c_str(), (top + "/d").c_str()), 0);
+  }
 }
 
 TEST(Files, RemoveTreeLeavesOtherOwnersAlone) {

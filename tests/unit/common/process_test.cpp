@@ -28,6 +28,24 @@ TEST(Process, AHungCommandIsKilledAtTheDeadline) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
 }
 
+// A child that closed its output and goes on (or one stuck in a driver) does not hold the caller past
+// the deadline: reaping polls, and the child is killed when the deadline passes.
+TEST(Process, AChildThatClosedItsOutputDoesNotOutliveTheDeadline) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = run_command({"sh", "-c", "exec >&-; sleep 20"}, 1s);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 4s);
+  t0 = std::chrono::steady_clock::now();
+  r = run_in_child([] {
+    close(STDOUT_FILENO);
+    for (int fd = 3; fd < 64; ++fd) close(fd);  // the pipe back to the parent among them
+    sleep(20);
+    return std::string();
+  }, 1s);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 4s);
+}
+
 TEST(Process, WorkInAChild) {
   auto r = run_in_child([] { return std::string("from pid ") + std::to_string(getpid()); }, 10s);
   ASSERT_TRUE(r.ok());

@@ -37,7 +37,9 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view t
 // openat/unlinkat from each parent's descriptor, never following a symbolic link (a link is removed as
 // a link), and only entries owned by one of `owners`; an entry of another owner stops the removal with
 // FileError naming it and its owner (what was already removed stays removed, nothing below it is touched).
-// A missing `path` is nothing to do.
+// A missing `path` is nothing to do. A tree deeper than kMaxRemoveDepth folders is removed down to that
+// depth at most, and FileError names what was left in place (a job can build any depth).
+constexpr std::size_t kMaxRemoveDepth = 256;
 void remove_tree(const std::filesystem::path& path, const std::vector<uid_t>& owners);
 
 }  // namespace cnet::common
