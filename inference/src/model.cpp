@@ -6,8 +6,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "bounded_json.hpp"
+#include "cnet/common/text.hpp"
+
 namespace cnet::inference {
 namespace {
+
+using common::printable;
+constexpr int kMaxLayerListDepth = 8;  // {"layers": [ {layer} ]} and a layer's small arrays
 
 using json = nlohmann::json;
 
@@ -46,12 +52,12 @@ json layer_list(const SafetensorsFile& f) {
     text = s.str();
     source = side.string();
   }
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw FormatError(source + ": layer list is not valid JSON (" + e.what() + ")");
-  }
+  JsonBoundBroken broken;
+  json j = parse_bounded_json(text, {kMaxLayerListDepth}, broken);
+  if (broken.kind == JsonBoundBroken::depth)
+    throw FormatError(source + ": layer list is nested deeper than " + std::to_string(kMaxLayerListDepth) +
+                      " levels: a layer list is an array of flat objects");
+  if (broken.kind != JsonBoundBroken::none) throw FormatError(source + ": layer list is not valid JSON (" + printable(broken.detail, 200) + ")");
   if (j.is_object() && j.contains("layers")) j = j["layers"];
   if (!j.is_array() || j.empty()) throw FormatError(source + ": the layer list must be a non-empty JSON array");
   return j;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "bounded_json.hpp"
 #include "cnet/common/text.hpp"
 
 namespace cnet::inference {
@@ -22,6 +23,7 @@ using json = nlohmann::json;
 using common::printable;
 constexpr std::uint64_t kMaxHeader = 100'000'000;  // the reference reader's limit
 constexpr int kMaxDepth = 8;                       // a header is objects of tensors of arrays: 3 levels
+constexpr std::size_t kMaxTensors = 200'000;        // the largest published checkpoints hold a few thousand per file
 
 std::string sys_error(const std::string& what, const std::string& path) {
   return what + " " + path + ": " + std::strerror(errno);
@@ -109,22 +111,25 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     if (n > kMaxHeader) throw FormatError(path + ": header length " + std::to_string(n) + " at offset 0 is over 100 MB: not a safetensors file");
     if (8 + n > size_) throw FormatError(path + ": header of " + std::to_string(n) + " bytes runs past the end of the " + std::to_string(size_) + "-byte file (truncated?)");
     data_offset_ = 8 + n;
-    json header;
-    std::set<std::string> names;
-    // Nesting is bounded while parsing (nothing deeper is ever built or printed) and tensor names are
-    // unique: with two, which one counts would be the file's choice.
-    auto guard = [&](int depth, json::parse_event_t event, json& parsed) {
-      if (depth > kMaxDepth) throw FormatError(path + ": header JSON is nested deeper than " + std::to_string(kMaxDepth) + " levels: not a safetensors header");
-      if (event == json::parse_event_t::key && depth == 1 && !names.insert(parsed.get<std::string>()).second)
-        throw FormatError(path + ": tensor '" + printable(parsed.get<std::string>(), 128) + "' is named twice in the header");
-      return true;
-    };
-    try {
-      header = json::parse(reinterpret_cast<const char*>(map_) + 8, reinterpret_cast<const char*>(map_) + 8 + n, guard);
-    } catch (const json::exception& e) {
-      throw FormatError(path + ": header is not valid JSON (" + printable(e.what(), 200) + ")");
+    // Nesting and the tensor count are bounded before anything is built, and tensor names are unique:
+    // with two, which one counts would be the file's choice.
+    auto too_many_tensors = [&] { return FormatError(path + ": header lists more than " + std::to_string(kMaxTensors) + " tensors: not a model cnet reads (split it into shards)"); };
+    JsonBoundBroken broken;
+    json header = parse_bounded_json(std::string_view(reinterpret_cast<const char*>(map_) + 8, n),
+                                     {kMaxDepth, kMaxTensors + 1, true}, broken);  // + __metadata__
+    switch (broken.kind) {
+      case JsonBoundBroken::none: break;
+      case JsonBoundBroken::depth:
+        throw FormatError(path + ": header JSON is nested deeper than " + std::to_string(kMaxDepth) + " levels: not a safetensors header");
+      case JsonBoundBroken::members:  // counted before __metadata__ could be told apart
+        throw too_many_tensors();
+      case JsonBoundBroken::duplicate:
+        throw FormatError(path + ": tensor '" + printable(broken.detail, 128) + "' is named twice in the header");
+      case JsonBoundBroken::syntax:
+        throw FormatError(path + ": header is not valid JSON (" + printable(broken.detail, 200) + ")");
     }
     if (!header.is_object()) throw FormatError(path + ": header must be a JSON object");
+    if (header.size() - header.count("__metadata__") > kMaxTensors) throw too_many_tensors();  // the bound let __metadata__ in
     for (auto& [key, value] : header.items()) {
       std::string where = path + ": tensor '" + printable(key, 128) + "'";
       if (key == "__metadata__") {

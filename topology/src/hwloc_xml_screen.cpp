@@ -47,7 +47,9 @@ std::optional<std::string> attribute(const std::string& tag, const std::string& 
 void refuse_objects_without_indexes(const std::filesystem::path& path, const std::string& text) {
   constexpr unsigned long kMostIndexes = 1ul << 20;  // far above any machine's CPU or NUMA count
   for (std::size_t at = text.find("<object"); at != std::string::npos; at = text.find("<object", at + 1)) {
-    std::size_t end = text.find('>', at);
+    // A tag ends at its '>', or where the next tag begins when it was never closed: each scan stops at
+    // the next '<', so a file of unterminated tags is read once, not once per tag.
+    std::size_t end = text.find_first_of("<>", at + 1);
     std::string tag = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
     auto type = attribute(tag, "type");
     if (!type || (*type != "PU" && *type != "NUMANode")) continue;

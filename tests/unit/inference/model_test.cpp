@@ -119,6 +119,17 @@ TEST_F(Model, LayerListMayLiveBesideTheModel) {
   EXPECT_EQ(load_model(f).layers.size(), 2u);
 }
 
+// A layer list nested a million brackets deep crashed the reader (and then hung); it is refused by its
+// depth before anything is built, the message quoting none of it.
+TEST_F(Model, ADeeplyNestedLayerListIsRefused) {
+  std::string p = path("deep.safetensors");
+  { SafetensorsWriter w(p, {{"w", {2, 2}}}, {}); }
+  std::ofstream(path("deep.layers.json")) << R"({"layers":[)" + std::string(1'000'000, '[') + std::string(1'000'000, ']') + "]}";
+  std::string e = load_error(p);
+  EXPECT_NE(e.find("nested deeper than"), std::string::npos) << e.substr(0, 200);
+  EXPECT_LT(e.size(), 400u);
+}
+
 TEST_F(Model, ForwardMatchesHandComputedValues) {
   // linear: W = [[1,2],[3,4],[0,-1]], b = [0.5, 0, 1]; then relu; then layernorm over 3; then softmax.
   std::vector<TensorSpec> t = {{"w", {3, 2}}, {"b", {3}}, {"g", {3}}, {"beta", {3}}};

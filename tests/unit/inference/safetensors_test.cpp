@@ -168,6 +168,11 @@ TEST_F(Safetensors, HostileHeadersAreRefusedNotTrusted) {
   e = error_of(raw_file("dup.safetensors",
                         R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"t":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8));
   EXPECT_NE(e.find("tensor 't' is named twice"), std::string::npos) << e;
+  // More tensors than any checkpoint holds: refused by count, before a value is built.
+  std::string many = "{";
+  for (int i = 0; i <= 200'000; ++i) many += (i ? ",\"" : "\"") + std::to_string(i) + R"(":{"dtype":"U8","shape":[0],"data_offsets":[0,0]})";
+  e = error_of(raw_file("many.safetensors", many + "}", 0));
+  EXPECT_NE(e.find("more than 200000 tensors"), std::string::npos) << e.substr(0, 200);
   e = error_of(raw_file("dtype.safetensors", R"({"t":{"dtype":")" + std::string(5000, 'A') + R"(","shape":[1],"data_offsets":[0,4]}})", 4));
   EXPECT_NE(e.find("unknown dtype"), std::string::npos);
   EXPECT_LT(e.size(), 600u);
