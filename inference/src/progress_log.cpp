@@ -7,9 +7,13 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iomanip>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
+
+#include <openssl/evp.h>
 
 #include "cnet/common/files.hpp"
 #include "cnet/common/text.hpp"
@@ -102,17 +106,35 @@ void ProgressLog::sync() {
 }
 
 std::string file_identity(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::vector<char> head(1 << 16);
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<std::size_t>(in.gcount()));
-  in.clear();
-  in.seekg(0, std::ios::end);
-  std::uint64_t h = 1469598103934665603ull;
-  for (char c : head) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> sha(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!sha || EVP_DigestInit_ex(sha.get(), EVP_sha256(), nullptr) != 1) {
+    ::close(fd);
+    throw std::runtime_error("cannot start SHA-256 (OpenSSL)");
+  }
+  std::vector<unsigned char> chunk(4u << 20);
+  std::uint64_t size = 0;
+  while (true) {
+    ssize_t n = ::read(fd, chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      std::string e = std::strerror(errno);
+      ::close(fd);
+      throw std::runtime_error("cannot read " + path + ": " + e);
+    }
+    if (n == 0) break;
+    EVP_DigestUpdate(sha.get(), chunk.data(), static_cast<std::size_t>(n));
+    size += static_cast<std::uint64_t>(n);
+  }
+  ::close(fd);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_DigestFinal_ex(sha.get(), digest, &length);
   std::ostringstream s;
-  s << std::hex << h << "-" << std::dec << static_cast<long long>(in.tellg());
+  s << "sha256:" << std::hex << std::setfill('0');
+  for (unsigned int i = 0; i < length; ++i) s << std::setw(2) << static_cast<unsigned>(digest[i]);
+  s << "-" << std::dec << size;
   return s.str();
 }
 

@@ -78,4 +78,10 @@ TEST_F(Progress, FileIdentityFollowsContent) {
   std::ofstream(path("c")) << "other";
   EXPECT_EQ(file_identity(path("a")), file_identity(path("b")));
   EXPECT_NE(file_identity(path("a")), file_identity(path("c")));
+  // A change past the first 64 KiB at the same size is a different file (the head alone was hashed).
+  std::string big(1 << 20, 'x');
+  std::ofstream(path("d")) << big;
+  big[900'000] = 'y';
+  std::ofstream(path("e")) << big;
+  EXPECT_NE(file_identity(path("d")), file_identity(path("e")));
 }

@@ -34,8 +34,8 @@ class ProgressLog {
   std::set<std::uint32_t> done_;
 };
 
-// A short identity for a file's header (FNV-1a of its first bytes plus its size): a resumed run must
-// use the same model and input it started with.
+// A file's identity, "sha256:HEX-SIZE" of its whole content (streamed): a resumed run must use the same
+// model and input it started with, byte for byte, or its output would mix old rows and new.
 std::string file_identity(const std::string& path);
 
 }  // namespace cnet::inference
