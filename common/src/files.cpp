@@ -90,6 +90,16 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view t
   }
 }
 
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::equivalent(a, b, ec)) return true;
+  fs::path ra = fs::weakly_canonical(fs::absolute(a), ec);
+  if (ec) return false;
+  fs::path rb = fs::weakly_canonical(fs::absolute(b), ec);
+  return !ec && ra == rb;
+}
+
 namespace {
 
 // A folder being emptied: its stream, its name in its parent, its entries as listed when it was opened.

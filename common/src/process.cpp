@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -92,6 +93,7 @@ ProcessResult fork_and_collect(std::chrono::milliseconds deadline, std::size_t m
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return not_started("pipe");
   auto until = Clock::now() + deadline;
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
@@ -100,6 +102,8 @@ ProcessResult fork_and_collect(std::chrono::milliseconds deadline, std::size_t m
   }
   if (pid == 0) {
     setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // work of a caller that is gone is nobody's
+    if (getppid() != parent) _exit(127);
     // A death callback belongs to the parent (libFuzzer's records the current input as a crash): a
     // child that dies is an outcome the parent reports, not the parent crashing.
     if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(nullptr);

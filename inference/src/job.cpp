@@ -2,22 +2,13 @@
 
 #include <filesystem>
 
+#include "cnet/common/files.hpp"
 #include "cnet/inference/gpu_plan.hpp"
 
 namespace cnet::inference {
 namespace {
 
-// Whether two paths name one file: the same inode (another name, a hard or symbolic link), or, where one
-// is not there yet, the same path once resolved.
-bool same_file(const std::string& a, const std::string& b) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::equivalent(a, b, ec)) return true;
-  fs::path ra = fs::weakly_canonical(fs::absolute(a), ec);
-  if (ec) return false;
-  fs::path rb = fs::weakly_canonical(fs::absolute(b), ec);
-  return !ec && ra == rb;
-}
+using common::same_file;
 
 // What the job reads, as an error names it.
 std::vector<std::pair<std::string, std::string>> job_inputs(const InferenceOptions& o) {

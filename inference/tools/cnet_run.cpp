@@ -6,9 +6,14 @@
 // Exit: 0 ok, 1 --verify found a difference, 2 bad arguments or input files, 3 a stage failed.
 #include <boost/program_options.hpp>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
+#include "cnet/common/files.hpp"
 #include "cnet/common/version.hpp"
 #include "cnet/inference/gpu_stage.hpp"
 #include "cnet/inference/inference_job.hpp"
@@ -62,6 +67,8 @@ int make_files(const std::string& command, int argc, char** argv) {
     if (command == "make-model" && m.dtype != "F32" && m.dtype != "F16" && m.dtype != "BF16")
       throw po::error("--dtype must be F32, F16 or BF16, not '" + m.dtype + "'");
     if (command == "make-input") {
+      if (!model.empty() && cnet::common::same_file(output, model))
+        throw po::error("--output " + output + " is the same file as --model " + model + ": writing it would destroy the model; choose another output file");
       if (!model.empty()) {
         SafetensorsFile f(model);
         width = load_model(f).input_width();
@@ -77,8 +84,17 @@ int make_files(const std::string& command, int argc, char** argv) {
   try {
     seed = seed ? seed : 1;
     m.seed = seed;
-    if (command == "make-model") write_example_model(output, m);
-    else write_example_input(output, rows, width, seed);
+    // Written beside the output and renamed over it once complete: a failure or a kill midway leaves
+    // whatever the name held before, never a half-written file by that name.
+    const std::string partial = output + ".partial-" + std::to_string(getpid());
+    try {
+      if (command == "make-model") write_example_model(partial, m);
+      else write_example_input(partial, rows, width, seed);
+      if (std::rename(partial.c_str(), output.c_str()) != 0) throw std::runtime_error("cannot rename " + partial + " to " + output + ": " + std::strerror(errno));
+    } catch (...) {
+      std::remove(partial.c_str());
+      throw;
+    }
     std::fprintf(stderr, "cnet-run: wrote %s\n", output.c_str());
     return 0;
   } catch (const std::exception& e) {

@@ -174,6 +174,12 @@ expect_bad "truncated: tensor '" --local 2 --model "$work/truncated.safetensors"
 expect_bad "first layer takes rows of width 384" --local 2 --model "$m" --input "$work/pipe.safetensors" --output "$o"
 expect_bad "no tensor\|needs a tensor named 'input'\|takes rows" --local 1 --model "$m" --input "$m" --output "$o"
 expect_bad "needs 3 ranks" --local 2 --num-stages 3 --model "$m" --input "$i" --output "$o"
+# make-input never writes over the model it reads the width from, and a file it writes appears whole.
+cp "$m" "$work/model-copy.safetensors"
+expect_bad "is the same file as --model" make-input --model "$work/model-copy.safetensors" --output "$work/model-copy.safetensors" --rows 4
+cmp -s "$m" "$work/model-copy.safetensors" || fail "make-input damaged the model it was told to read"
+"$CNET_BIN/cnet-run" make-input --model "$m" --output "$work/fresh-input.safetensors" --rows 4 2>/dev/null || fail "make-input --rows 4"
+ls "$work" | grep -q "\.partial-" && fail "make-input left a partial file: $(ls "$work")"
 expect_bad "stage-layers adds up to 9 layers, the model has 12" --local 2 --stage-layers 2,7 --model "$m" --input "$i" --output "$o"
 expect_bad "stage-layers names 2 stages, the job has 1 per replica" --local 2 --parallel-scheme data --stage-layers 2,6 --model "$m" --input "$i" --output "$o"
 expect_bad "stage-layers: '' is not a layer count" --stage-layers 2,,6 --model "$m" --input "$i" --output "$o"

@@ -42,6 +42,17 @@ echo "$err"
   fail "the dead rank is not named"
 ((SECONDS - start < 10)) || fail "took $((SECONDS - start)) s"
 
+# Ranks do not outlive a launcher that is killed: they would go on writing and hold the output's lock.
+"$CNET_BIN/local_run" 2 /bin/sleep 30 &
+launcher=$!
+for ((i = 0; i < 50; i++)); do [[ $(pgrep -c -P $launcher) == 2 ]] && break; sleep 0.1; done
+ranks=$(pgrep -P $launcher) || fail "the ranks never started"
+kill -9 $launcher
+wait $launcher 2>/dev/null || true
+sleep 1
+alive() { [[ -r /proc/$1/stat && $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) != Z ]]; }
+for r in $ranks; do alive "$r" && { kill "$r"; fail "rank $r outlived its killed launcher"; }; done
+
 rc=0
 "$CNET_BIN/local_run" 2 /nonexistent/program 2>/dev/null || rc=$?
 [[ $rc == 127 ]] || fail "a missing program gave exit $rc, not 127"

@@ -7,6 +7,7 @@
 #include <pmix_server.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -219,8 +220,12 @@ int run_local(const LocalLaunch& launch) {
     Waiter client;  // the client must be registered before it starts (a known race otherwise)
     check(PMIx_server_register_client(&proc, getuid(), getgid(), nullptr, Waiter::callback, &client), "PMIx_server_register_client");
     check(client.wait(), "registering rank " + std::to_string(r));
+    const pid_t launcher = getpid();
     pid_t pid = fork();
     if (pid == 0) {
+      // A rank outlives no launcher: killed with it, it cannot go on writing or hold the output's lock.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != launcher) _exit(127);  // the launcher died before the line above
       std::vector<char*> args;
       for (const auto& a : launch.argv) args.push_back(const_cast<char*>(a.c_str()));
       args.push_back(nullptr);

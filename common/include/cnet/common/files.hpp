@@ -33,6 +33,10 @@ std::optional<std::string> read_file_if_exists(const std::filesystem::path& path
 // never followed. Throws FileError naming the path; the temporary file never outlives a failure.
 void write_file_atomically(const std::filesystem::path& path, std::string_view text, mode_t mode = 0644);
 
+// Whether two paths name one file: the same inode (another name, a hard or symbolic link), or, where one
+// is not there yet, the same path once resolved.
+bool same_file(const std::string& a, const std::string& b);
+
 // Removes `path` and everything below it as root may safely do in a world-writable folder: walked with
 // openat/unlinkat from each parent's descriptor, never following a symbolic link (a link is removed as
 // a link), and only entries owned by one of `owners`; an entry of another owner stops the removal with
