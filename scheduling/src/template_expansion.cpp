@@ -29,12 +29,14 @@ struct Checker {
   template <typename T>
   bool conflicts(const std::optional<T>& have, const T& want, const std::string& user_flag, const std::string& template_key) {
     if (!have || *have == want) return false;
+    // The user's own text goes to slurmctld's log and back to the user: escaped, like the template name.
+    const std::string asked = common::printable(user_flag, 128);
     if (t.allow_override) {
-      out.notes.push_back("user's " + user_flag + " overrides template " + t.name);
+      out.notes.push_back("user's " + asked + " overrides template " + t.name);
       return false;
     }
     if (out.error.empty())
-      out.error = "template '" + t.name + "' sets " + template_key + " but the job asks for " + user_flag +
+      out.error = "template '" + t.name + "' sets " + template_key + " but the job asks for " + asked +
                   "; drop one of them (or ask your admin for AllowOverride=yes in " + t.name + ")";
     return true;
   }

@@ -88,6 +88,20 @@ TEST(TemplateExpansion, ConflictsNameBothSides) {
   EXPECT_FALSE(x.set.tres_per_node) << "the user's gres stands";
 }
 
+// What a user typed reaches slurmctld's log (and the user) escaped: a newline there would forge a log
+// line, a terminal escape would act on whoever reads the log.
+TEST(TemplateExpansion, TheUsersTextIsEscapedInMessages) {
+  auto t = from("TemplateName=t Gpus=1 Qos=low");
+  JobRequest qos;
+  qos.qos = "high\n[2026-01-01T00:00:00] error: forged\x1b[2J";
+  auto x = expand_template(t, qos);
+  EXPECT_EQ(x.error.find('\n'), std::string::npos) << x.error;
+  EXPECT_EQ(x.error.find('\x1b'), std::string::npos) << x.error;
+  EXPECT_NE(x.error.find("--qos=high\\x0a[2026"), std::string::npos) << x.error;
+  auto lenient = from("TemplateName=t Gpus=1 Qos=low AllowOverride=yes");
+  for (const auto& note : expand_template(lenient, qos).notes) EXPECT_EQ(note.find('\n'), std::string::npos) << note;
+}
+
 TEST(TemplateExpansion, ModifyChecksButAddsNothing) {
   auto t = from("TemplateName=t Gpus=1 TimeLimit=01:00:00");
   EXPECT_FALSE(expand_template(t, {}, true).set.tres_per_node);
