@@ -109,6 +109,17 @@ struct Checks {
     if (s == Status::skip && seen.empty()) return;  // turned off
     out.push_back({std::move(check), s, std::move(seen), s == Status::pass || s == Status::skip ? "" : std::move(fix)});
   }
+  // A condition usually alike on every node (the site's firewall policy, its NIC layout, a cluster-wide
+  // Slurm upgrade, the slurmd unit's limits, how munge keys are installed). As HealthCheckProgram a fail
+  // drains, and every node draining at once for one site setting is worse than the setting: there it
+  // warns, saying so. Run by hand it fails as before.
+  void add_site_wide(std::string check, Status s, std::string seen, std::string fix = "") {
+    if (c.health_check && s == Status::fail) {
+      s = Status::warn;
+      seen += " (a warning under --health-check: if every node reports this, it is a site setting)";
+    }
+    add(std::move(check), s, std::move(seen), std::move(fix));
+  }
 };
 
 void check_clock(Checks& k) {
@@ -160,7 +171,7 @@ void check_memlock(Checks& k) {
     bool rdma = std::any_of(f.topology.nics.begin(), f.topology.nics.end(), [](const topology::Nic& n) { return n.is_rdma(); });
     if (!f.memlock_bytes) k.add("memlock", Status::pass, "unlimited");
     else
-      k.add("memlock", rdma ? severity(c, "memlock") : Status::warn,
+      k.add_site_wide("memlock", rdma ? severity(c, "memlock") : Status::warn,
           std::to_string(*f.memlock_bytes / 1024) + " KB locked memory limit" + (rdma ? " on a node with RDMA NICs" : ""),
           "RDMA registers memory: LimitMEMLOCK=infinity for slurmd (systemd) and '* - memlock unlimited' in /etc/security/limits.conf");
   }
@@ -200,7 +211,8 @@ void check_links(Checks& k) {
         bool mtu = finding.aspect == "mtu";
         if (!k.on(mtu ? "mtu" : "nics")) continue;
         any = true;
-        k.add((mtu ? "mtu " : "nic ") + finding.subject, severity(c, mtu ? "mtu" : "nics"), finding.problem, finding.fix);
+        if (mtu) k.add_site_wide("mtu " + finding.subject, severity(c, "mtu"), finding.problem, finding.fix);  // NIC kinds alike on every node
+        else k.add("nic " + finding.subject, severity(c, "nics"), finding.problem, finding.fix);
       }
       if (!any) {
         std::string seen = std::to_string(f.topology.nics.size()) + " NICs, no link problem";
@@ -296,7 +308,7 @@ void check_plugins(Checks& k) {
         bad.push_back(name + " was built for Slurm " + version_text(*p.version));
     }
     if (!bad.empty())
-      k.add("plugins", severity(c, "plugins"), common::join(bad, "; ") + ", but this node runs Slurm " + version_text(*f.slurm_version) + ", which skips it",
+      k.add_site_wide("plugins", severity(c, "plugins"), common::join(bad, "; ") + ", but this node runs Slurm " + version_text(*f.slurm_version) + ", which skips it",
           "install the cnet-slurm-plugins built for this Slurm, or build cnet against its configured source (README: site admin guide)");
     else if (!f.slurm_version) k.add("plugins", Status::skip, "the running Slurm's version is not known (no slurmd -V)");
     else k.add("plugins", Status::pass, std::to_string(f.cnet_plugins.size()) + " cnet plugins built for Slurm " + version_text(*f.slurm_version));
@@ -324,7 +336,7 @@ void check_munge(Checks& k) {
     if (m.key_exists && (m.key_mode & 077)) {
       char mode[16];
       std::snprintf(mode, sizeof mode, "%04o", m.key_mode);
-      k.add("munge key", severity(c, "munge"), m.key_file + " has mode " + mode + ": users other than its owner can read it",
+      k.add_site_wide("munge key", severity(c, "munge"), m.key_file + " has mode " + mode + ": users other than its owner can read it",
           "chmod 0400 " + m.key_file + " (anyone who reads the key can forge credentials for any user)");
       problem = true;
     } else if (m.key_exists && m.key_owner != "munge") {
@@ -337,6 +349,16 @@ void check_munge(Checks& k) {
 }
 
 // The kernel's verdict on what matters: the controller's connection to this node's slurmd.
+// Whether the rules block the port for sources of every kind (the private ranges, loopback, a public
+// address), not only for the one address the controller is known by.
+bool blocked_from_anywhere(const std::string& rules, Connection conn) {
+  for (const char* source : {"10.0.0.1", "172.16.0.1", "192.168.0.1", "127.0.0.1", "100.64.0.1", "198.51.100.1"}) {
+    conn.source = source;
+    if (evaluate_firewall(rules, conn).kind != FirewallVerdict::blocked) return false;
+  }
+  return true;
+}
+
 void check_firewall(Checks& k) {
   const NodeFacts& f = k.f;
   const DoctorConfig& c = k.c;
@@ -348,9 +370,14 @@ void check_firewall(Checks& k) {
       Connection conn{f.controller_address, f.slurmd_port, interface_for(f.route_table, f.controller_address)};
       FirewallVerdict v = evaluate_firewall(f.firewall_rules, conn);
       std::string from = f.controller.empty() ? "the controller" : "slurmctld (" + f.controller + (conn.source.empty() ? "" : " at " + conn.source) + ")";
-      if (v.kind == FirewallVerdict::blocked)
-        k.add("firewall", severity(c, "firewall"), "'" + common::printable(v.rule, 160) + "' blocks Slurm port " + std::to_string(f.slurmd_port) + " for " + from,
-            "allow the Slurm ports (SlurmctldPort, SlurmdPort, SrunPortRange) and UCX/NCCL traffic between nodes");
+      const std::string seen = "'" + common::printable(v.rule, 160) + "' blocks Slurm port " + std::to_string(f.slurmd_port) + " for " + from;
+      const std::string fix = "allow the Slurm ports (SlurmctldPort, SlurmdPort, SrunPortRange) and UCX/NCCL traffic between nodes";
+      // Blocked whatever the source: this node's own fault. Blocked only for the address slurm.conf
+      // names: slurmctld may in fact connect from another one, and a site policy is alike everywhere.
+      if (v.kind == FirewallVerdict::blocked && blocked_from_anywhere(f.firewall_rules, conn))
+        k.add("firewall", severity(c, "firewall"), seen, fix);
+      else if (v.kind == FirewallVerdict::blocked)
+        k.add_site_wide("firewall", severity(c, "firewall"), seen, fix);
       else if (v.kind == FirewallVerdict::unknown)
         k.add("firewall", Status::warn, "cannot tell whether '" + common::printable(v.rule, 160) + "' blocks Slurm port " + std::to_string(f.slurmd_port) + ": " + v.why,
             "check by hand that " + from + " reaches port " + std::to_string(f.slurmd_port));

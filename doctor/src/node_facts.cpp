@@ -7,10 +7,12 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -371,6 +373,20 @@ std::string unmunge_problem(const std::string& credential, const std::string& so
   return back.started ? "unmunge: " + munge_error(back.exit_code) : "unmunge is not installed";
 }
 
+std::optional<double> chrony_offset_ms(const std::string& tracking_csv) {
+  // Reference ID, name, stratum, reference time, system time offset, last offset, RMS offset, ... (s)
+  auto fields = common::split(common::trim(tracking_csv.substr(0, tracking_csv.find('\n'))));
+  if (fields.size() < 6) return std::nullopt;
+  double biggest = 0;
+  for (std::size_t i : {4u, 5u}) {
+    char* end = nullptr;
+    double seconds = std::strtod(fields[i].c_str(), &end);
+    if (end == fields[i].c_str() || *end != '\0' || !std::isfinite(seconds)) return std::nullopt;
+    biggest = std::max(biggest, std::fabs(seconds) * 1000);
+  }
+  return biggest;
+}
+
 NodeFacts gather_facts(const GatherOptions& o) {
   NodeFacts f;
   f.hostname = o.hostname.empty() ? common::short_hostname() : o.hostname;
@@ -382,6 +398,11 @@ NodeFacts gather_facts(const GatherOptions& o) {
     f.clock.synchronized = state != TIME_ERROR && !(tx.status & STA_UNSYNC);
     f.clock.offset_ms = static_cast<double>(tx.offset) / ((tx.status & STA_NANO) ? 1e6 : 1e3);
     f.clock.max_error_ms = static_cast<double>(tx.maxerror) / 1e3;
+    // The kernel clamps the offset it reports to 500 ms, below any sensible limit: chrony (Debian's
+    // time daemon) tells the real one, however large.
+    auto chrony = common::run_command({"chronyc", "-c", "tracking"}, std::chrono::seconds(2), {}, 4096);
+    if (chrony.ok())
+      if (auto offset = chrony_offset_ms(chrony.output)) f.clock.offset_ms = *offset;
     f.job_fabric = topology::NicSelection::from_environment(std::getenv);
   }
 
@@ -415,7 +436,7 @@ NodeFacts gather_facts(const GatherOptions& o) {
   for (const auto& n : slurm_conf_nodes(conf_text)) {
     address_of[n.name] = n.address;
     if (n.cloud) f.cloud_nodes.push_back(n.name);
-    else if (o.nodes.empty()) nodes.push_back(n.name);
+    else if (o.nodes.empty() && (!o.only_this_node || n.name == f.hostname)) nodes.push_back(n.name);
   }
   for (const auto& n : nodes) lookups.push_back(address_of.count(n) ? address_of[n] : n);
   if (f.controller_address.empty() && !f.controller.empty()) lookups.push_back(f.controller);

@@ -123,6 +123,8 @@ int main(int argc, char** argv) {
   g.deadlines = {config.deadline("discovery"), config.deadline("dns"), config.deadline("firewall"), config.deadline("munge"), config.deadline("scontrol")};
   if (node.empty()) node = std::getenv("SLURMD_NODENAME") ? std::getenv("SLURMD_NODENAME") : "";
   g.hostname = node;
+  g.only_this_node = vm.count("health-check") > 0;
+  config.health_check = vm.count("health-check") > 0;
 
   if (vm.count("job")) {
     job.json = vm.count("json") > 0;

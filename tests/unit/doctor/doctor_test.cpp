@@ -86,6 +86,27 @@ TEST(Doctor, FactsFromAFakeNode) {
   EXPECT_EQ(f.resolved.at("no-such-host.invalid"), "");
 }
 
+// As HealthCheckProgram, every node at once: each resolves itself (and the controller), not every node.
+TEST(Doctor, AHealthCheckResolvesOnlyThisNode) {
+  FakeNode node;
+  GatherOptions o = node.options();
+  o.only_this_node = true;
+  NodeFacts f = gather_facts(o);
+  EXPECT_EQ(f.resolved.size(), 1u);
+  EXPECT_EQ(f.resolved.at("n1"), "127.0.0.1");
+  EXPECT_EQ(f.controller_address, "127.0.0.1");
+}
+
+// adjtimex clamps the offset it reports to 500 ms, so a limit of 1000 ms could never fire: chrony's own
+// figure can be any size.
+TEST(Doctor, ClockOffsetFromChrony) {
+  auto ms = chrony_offset_ms("A9FEA97B,169.254.169.123,4,1634307400.123,-2.500001161,0.000000779,0.000006170,-2.331,-0.000,0.010,0.000318,0.000170,16.1,Normal\n");
+  ASSERT_TRUE(ms);
+  EXPECT_NEAR(*ms, 2500.001, 0.01);
+  EXPECT_FALSE(chrony_offset_ms("506 Cannot talk to daemon\n"));
+  EXPECT_FALSE(chrony_offset_ms("A,b,4,1.0,x,0.1\n"));
+}
+
 TEST(Doctor, ChecksJudgeTheFacts) {
   FakeNode node;
   NodeFacts f = gather_facts(node.options());
@@ -200,6 +221,37 @@ TEST(Doctor, FirewallAsTheKernelWouldApplyIt) {
   EXPECT_EQ(find(run_checks(f, config), "firewall")->status, Status::pass);
   f.firewall_rules = "-A INPUT -p tcp -m multiport --dports : -j DROP\n";  // aborted with rc 134 before
   EXPECT_EQ(find(run_checks(f, config), "firewall")->status, Status::warn);
+}
+
+// As HealthCheckProgram a fail drains, and conditions usually alike on every node would drain them all:
+// there they warn, saying so. A rule that blocks slurmd's port from every source is this node's own
+// fault and still fails; one that blocks only the address slurm.conf names may be the site's policy
+// (slurmctld can connect from another address).
+TEST(Doctor, SiteWideConditionsWarnUnderTheHealthCheck) {
+  NodeFacts f;
+  f.controller = "ctl";
+  f.controller_address = "10.0.0.1";
+  f.firewall_known = true;
+  f.firewall_rules = "*filter\n:INPUT DROP [0:0]\n-A INPUT -s 192.168.0.0/16 -j ACCEPT\nCOMMIT\n";
+  f.memlock_bytes = 65536;
+  cnet::topology::Nic storage, compute;
+  storage.name = storage.rdma_device = "mlx5_0", storage.netdev = "ib0", storage.kind = cnet::topology::NicKind::ib, storage.mtu = 65520;
+  compute.name = compute.rdma_device = "mlx5_1", compute.netdev = "ib1", compute.kind = cnet::topology::NicKind::ib, compute.mtu = 4092;
+  f.topology.nics = {storage, compute};
+  auto config = DoctorConfig::parse("clock = off\nswap = off\n", "t.conf");
+  auto by_hand = run_checks(f, config);
+  EXPECT_EQ(find(by_hand, "firewall")->status, Status::fail);
+  EXPECT_EQ(find(by_hand, "memlock")->status, Status::fail);
+  EXPECT_EQ(find(by_hand, "mtu ib")->status, Status::fail);
+  config.health_check = true;
+  auto health = run_checks(f, config);
+  for (const char* check : {"firewall", "memlock", "mtu ib"}) {
+    ASSERT_NE(find(health, check), nullptr) << check;
+    EXPECT_EQ(find(health, check)->status, Status::warn) << check;
+    EXPECT_NE(find(health, check)->seen.find("if every node reports this, it is a site setting"), std::string::npos) << find(health, check)->seen;
+  }
+  f.firewall_rules = "-A INPUT -p tcp --dport 6818 -j DROP\n";  // from anywhere: this node's own
+  EXPECT_EQ(find(run_checks(f, config), "firewall")->status, Status::fail);
 }
 
 TEST(Doctor, ConfigIsCheckedLineByLine) {

@@ -36,6 +36,10 @@ struct DoctorConfig {
   std::map<std::string, std::string> values;  // defaults, overridden by the file
   std::map<std::string, std::vector<std::string>> lists;  // *.exclude, mtu.nics
   std::map<std::string, std::uint64_t> numbers;  // thresholds and deadlines, parsed once when read
+  // Run as HealthCheckProgram (--health-check, not a doctor.conf key): conditions usually alike on
+  // every node (firewall policy by source, MTUs of a NIC kind, plugins, memlock, the munge key's mode)
+  // warn instead of failing, since a fail drains.
+  bool health_check = false;
   static DoctorConfig defaults();
   // Reads KEY = VALUE lines over the defaults; throws std::runtime_error naming file:line and the key.
   static DoctorConfig load(const std::string& path);

@@ -102,6 +102,9 @@ struct GatherOptions {
   std::string slurm_conf;             // default: $SLURM_CONF or /etc/slurm/slurm.conf
   std::string hostname;               // default: the short host name (slurmd's default node name)
   std::vector<std::string> nodes;     // names to resolve; default: slurm.conf's NodeName= entries
+  // Resolve only this node (and the controller), not every node: as HealthCheckProgram every node runs
+  // at once, and each resolving all N names is N^2 lookups across the cluster each interval.
+  bool only_this_node = false;
   std::string firewall_rules_file;    // default: run iptables-save when it exists
   bool live_process_limits = true;    // read this process's rlimits and adjtimex (off for fake trees)
   std::string slurm_version;          // default: what `slurmd -V` (or `scontrol --version`) says
@@ -110,6 +113,11 @@ struct GatherOptions {
 };
 
 NodeFacts gather_facts(const GatherOptions& options);
+
+// The clock's offset from its time source in ms, from `chronyc -c tracking`: the larger of the system
+// time's offset and the last measured one (adjtimex clamps what it reports to 500 ms). Nothing when the
+// text is not chrony's.
+std::optional<double> chrony_offset_ms(const std::string& tracking_csv);
 
 // Hands a munge credential to this node's munged (`socket`, "" for munge's default) to decode: "" when
 // it decodes, else what went wrong (another node's credential that fails here: their keys differ).
