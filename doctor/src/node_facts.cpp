@@ -171,7 +171,7 @@ void discover_within(const GatherOptions& o, NodeFacts& f) {
   topology::DiscoveryOptions d;
   if (o.root != "/") d.sysfs_root = o.root, d.use_nvml = false;
   d.hostname = o.hostname.empty() ? common::short_hostname() : o.hostname;  // the node checked, whatever tree it is read from
-  auto r = common::run_in_child([&] { return topology::to_json(topology::discover(d)); }, o.deadlines.discovery);
+  auto r = common::run_in_child([&] { return topology::to_json(topology::discover(d)); }, o.deadlines.within(o.deadlines.discovery));
   if (r.timed_out) {
     f.topology_hung = true;
     f.topology_problem = "GPU/NIC discovery did not finish within " + std::to_string(o.deadlines.discovery.count()) +
@@ -217,7 +217,7 @@ void read_firewall(const GatherOptions& o, NodeFacts& f) {
     f.firewall_problem = "no iptables-save here";
     return;
   }
-  auto r = common::run_command({"/usr/sbin/iptables-save"}, o.deadlines.firewall);
+  auto r = common::run_command({"/usr/sbin/iptables-save"}, o.deadlines.within(o.deadlines.firewall));
   if (r.timed_out) f.firewall_problem = "iptables-save did not answer within " + std::to_string(o.deadlines.firewall.count()) + " s";
   else if (!r.ok()) f.firewall_problem = "iptables-save failed (exit " + std::to_string(r.exit_code) + ")";
   else f.firewall_rules = r.output, f.firewall_known = true;
@@ -268,7 +268,7 @@ void read_munge(const GatherOptions& o, const std::vector<common::ConfigLine>& c
   if (!m.socket.empty()) socket = {"--socket", m.socket};
   std::vector<std::string> encode = {"munge", "--no-input"};
   encode.insert(encode.end(), socket.begin(), socket.end());
-  auto made = common::run_command(encode, o.deadlines.munge, {}, 64 << 10);
+  auto made = common::run_command(encode, o.deadlines.within(o.deadlines.munge), {}, 64 << 10);
   if (!made.ok()) {
     m.problem = made.timed_out ? "munge -n did not answer within " + std::to_string(o.deadlines.munge.count()) + " s"
                 : !made.started ? "munge is not installed"
@@ -276,11 +276,11 @@ void read_munge(const GatherOptions& o, const std::vector<common::ConfigLine>& c
     return;
   }
   m.encodes = true;
-  m.problem = unmunge_problem(made.output, m.socket, o.deadlines.munge);
+  m.problem = unmunge_problem(made.output, m.socket, o.deadlines.within(o.deadlines.munge));
   m.decodes = m.problem.empty();
   // A second one for other nodes to decode: munged refuses a credential it has already decoded (a replay),
   // and the nodes of a test cluster share one munged.
-  if (auto other = common::run_command(encode, o.deadlines.munge, {}, 64 << 10); other.ok()) m.credential = common::trim(other.output);
+  if (auto other = common::run_command(encode, o.deadlines.within(o.deadlines.munge), {}, 64 << 10); other.ok()) m.credential = common::trim(other.output);
 }
 
 // The cnet plugins this node's Slurm would load: gres_rdma.so and job_submit_cnet.so from PluginDir,
@@ -318,7 +318,7 @@ void find_cnet_plugins(const GatherOptions& o, const std::vector<common::ConfigL
 void read_held_jobs(const GatherOptions& o, const std::string& slurm_conf, NodeFacts& f) {
   if (o.root != "/") return;
   auto r = common::run_command({common::slurm_command("squeue"), "-h", "-w", f.hostname, "-t", "RUNNING,COMPLETING", "-o", "%i|%T|%e|%u|%N"},
-                               o.deadlines.squeue, {{"SLURM_CONF", slurm_conf}, {"SLURM_TIME_FORMAT", "%s"}}, 1 << 20);
+                               o.deadlines.within(o.deadlines.squeue), {{"SLURM_CONF", slurm_conf}, {"SLURM_TIME_FORMAT", "%s"}}, 1 << 20);
   if (!r.ok()) return;  // no Slurm here, or slurmctld not answering: not known, not judged
   f.held_jobs = scheduling::parse_squeue_jobs(r.output);
   f.held_jobs_known = true;
@@ -346,7 +346,7 @@ std::optional<std::uint32_t> running_slurm_version(const GatherOptions& o) {
   if (o.root != "/") return std::nullopt;
   for (const auto& argv : {std::vector<std::string>{common::slurm_command("slurmd"), "-V"},
                            std::vector<std::string>{common::slurm_command("scontrol"), "--version"}}) {
-    auto r = common::run_command(argv, std::chrono::seconds(5));
+    auto r = common::run_command(argv, o.deadlines.within(std::chrono::seconds(5)));
     if (r.ok())
       if (auto v = parse_slurm_version(r.output)) return v;
   }
@@ -356,7 +356,7 @@ std::optional<std::uint32_t> running_slurm_version(const GatherOptions& o) {
 
 }  // namespace
 
-std::string unmunge_problem(const std::string& credential, const std::string& socket, std::chrono::seconds deadline) {
+std::string unmunge_problem(const std::string& credential, const std::string& socket, std::chrono::milliseconds deadline) {
   char path[] = "/tmp/cnet-doctor-munge-XXXXXX";
   int fd = mkstemp(path);
   if (fd < 0 || ::write(fd, credential.data(), credential.size()) != static_cast<ssize_t>(credential.size())) {
@@ -369,8 +369,14 @@ std::string unmunge_problem(const std::string& credential, const std::string& so
   auto back = common::run_command(decode, deadline, {}, 64 << 10);
   ::unlink(path);
   if (back.ok()) return "";
-  if (back.timed_out) return "unmunge did not answer within " + std::to_string(deadline.count()) + " s";
+  if (back.timed_out) return "unmunge did not answer within " + std::to_string((deadline.count() + 999) / 1000) + " s";
   return back.started ? "unmunge: " + munge_error(back.exit_code) : "unmunge is not installed";
+}
+
+std::chrono::milliseconds Deadlines::within(std::chrono::milliseconds own) const {
+  if (finish_by == std::chrono::steady_clock::time_point::max()) return own;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(finish_by - std::chrono::steady_clock::now());
+  return std::clamp(left, std::chrono::milliseconds(1), own);  // an overrun step still runs, at once given up
 }
 
 std::optional<double> chrony_offset_ms(const std::string& tracking_csv) {
@@ -400,7 +406,7 @@ NodeFacts gather_facts(const GatherOptions& o) {
     f.clock.max_error_ms = static_cast<double>(tx.maxerror) / 1e3;
     // The kernel clamps the offset it reports to 500 ms, below any sensible limit: chrony (Debian's
     // time daemon) tells the real one, however large.
-    auto chrony = common::run_command({"chronyc", "-c", "tracking"}, std::chrono::seconds(2), {}, 4096);
+    auto chrony = common::run_command({"chronyc", "-c", "tracking"}, o.deadlines.within(std::chrono::seconds(2)), {}, 4096);
     if (chrony.ok())
       if (auto offset = chrony_offset_ms(chrony.output)) f.clock.offset_ms = *offset;
     f.job_fabric = topology::NicSelection::from_environment(std::getenv);
@@ -441,7 +447,7 @@ NodeFacts gather_facts(const GatherOptions& o) {
   for (const auto& n : nodes) lookups.push_back(address_of.count(n) ? address_of[n] : n);
   if (f.controller_address.empty() && !f.controller.empty()) lookups.push_back(f.controller);
   std::vector<std::string> late;
-  auto answers = resolve_all(lookups, o.deadlines.dns, late);
+  auto answers = resolve_all(lookups, o.deadlines.within(o.deadlines.dns), late);
   for (const auto& n : nodes) {
     const std::string& key = address_of.count(n) ? address_of[n] : n;
     if (answers.count(key)) f.resolved[n] = answers[key];

@@ -28,8 +28,10 @@ using namespace cnet::doctor;
 
 namespace {
 
+constexpr auto kHealthCheckBudget = std::chrono::seconds(50);
+
 // Runs scontrol with these arguments (no shell, a deadline), SLURM_CONF pointing at the cluster's config.
-int scontrol(const std::vector<std::string>& args, const std::string& slurm_conf, std::chrono::seconds deadline, std::string* output) {
+int scontrol(const std::vector<std::string>& args, const std::string& slurm_conf, std::chrono::milliseconds deadline, std::string* output) {
   std::vector<std::string> argv = {cnet::common::slurm_command("scontrol")};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::pair<std::string, std::string>> env;
@@ -49,14 +51,14 @@ void write_metrics(const std::string& path, const std::string& node, const std::
   }
 }
 
-int health_check(const NodeFacts& facts, const DoctorConfig& config, const std::string& node, const std::string& slurm_conf,
-                 const std::string& prometheus) {
+int health_check(const NodeFacts& facts, const DoctorConfig& config, const Deadlines& deadlines, const std::string& node,
+                 const std::string& slurm_conf, const std::string& prometheus) {
   auto results = run_checks(facts, config);
   write_metrics(prometheus, node, results);
   std::string shown;
-  auto deadline = config.deadline("scontrol");
+  auto deadline = [&] { return deadlines.within(config.deadline("scontrol")); };
   NodeState state;
-  if (int rc = scontrol({"show", "node", "-o", node}, slurm_conf, deadline, &shown); rc != 0 || !(state = node_state(shown)).known) {
+  if (int rc = scontrol({"show", "node", "-o", node}, slurm_conf, deadline(), &shown); rc != 0 || !(state = node_state(shown)).known) {
     std::fprintf(stderr, "cnet-doctor: cannot read node %s from slurmctld%s; leaving it as it is\n", node.c_str(),
                  rc == -2 ? " (scontrol did not answer in time)" : "");
     return 0;
@@ -64,10 +66,10 @@ int health_check(const NodeFacts& facts, const DoctorConfig& config, const std::
   HealthAction action = health_action(results, state.drained, state.reason);
   if (action.kind == HealthAction::drain) {
     std::fprintf(stderr, "cnet-doctor: draining %s: %s\n", node.c_str(), action.reason.c_str());
-    scontrol({"update", "NodeName=" + node, "State=DRAIN", "Reason=" + action.reason}, slurm_conf, deadline, nullptr);
+    scontrol({"update", "NodeName=" + node, "State=DRAIN", "Reason=" + action.reason}, slurm_conf, deadline(), nullptr);
   } else if (action.kind == HealthAction::resume) {
     std::fprintf(stderr, "cnet-doctor: %s is healthy again; resuming it\n", node.c_str());
-    scontrol({"update", "NodeName=" + node, "State=RESUME"}, slurm_conf, deadline, nullptr);
+    scontrol({"update", "NodeName=" + node, "State=RESUME"}, slurm_conf, deadline(), nullptr);
   }
   return 0;
 }
@@ -124,6 +126,8 @@ int main(int argc, char** argv) {
   if (node.empty()) node = std::getenv("SLURMD_NODENAME") ? std::getenv("SLURMD_NODENAME") : "";
   g.hostname = node;
   g.only_this_node = vm.count("health-check") > 0;
+  // slurmd kills a HealthCheckProgram at 60 s: every step, the drain itself included, ends by 50 s.
+  if (vm.count("health-check")) g.deadlines.finish_by = std::chrono::steady_clock::now() + kHealthCheckBudget;
   config.health_check = vm.count("health-check") > 0;
 
   if (vm.count("job")) {
@@ -142,7 +146,7 @@ int main(int argc, char** argv) {
     std::cerr << "cnet-doctor: cannot read this node: " << e.what() << "\n";
     return vm.count("health-check") ? 0 : 2;  // its own trouble never drains a node
   }
-  if (vm.count("health-check")) return health_check(facts, config, facts.hostname, g.slurm_conf, prometheus);
+  if (vm.count("health-check")) return health_check(facts, config, g.deadlines, facts.hostname, g.slurm_conf, prometheus);
 
   if (mode == "snapshot") {
     std::string snap = snapshot_json(facts);

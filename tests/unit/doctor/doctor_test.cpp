@@ -107,6 +107,20 @@ TEST(Doctor, ClockOffsetFromChrony) {
   EXPECT_FALSE(chrony_offset_ms("A,b,4,1.0,x,0.1\n"));
 }
 
+// The steps' own deadlines add up past slurmd's 60 s for a HealthCheckProgram: each gets no more than
+// what is left of the run.
+TEST(Doctor, EveryStepFitsTheRunsBudget) {
+  using namespace std::chrono_literals;
+  Deadlines d;
+  EXPECT_EQ(d.within(15s), 15s) << "no budget: a step's own deadline";
+  d.finish_by = std::chrono::steady_clock::now() + 3s;
+  EXPECT_LE(d.within(15s), 3s);
+  EXPECT_GT(d.within(15s), 2s);
+  EXPECT_EQ(d.within(1s), 1s);
+  d.finish_by = std::chrono::steady_clock::now() - 1s;
+  EXPECT_EQ(d.within(15s), 1ms) << "spent: a step gives up at once";
+}
+
 TEST(Doctor, ChecksJudgeTheFacts) {
   FakeNode node;
   NodeFacts f = gather_facts(node.options());

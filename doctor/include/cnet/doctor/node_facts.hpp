@@ -95,6 +95,10 @@ struct NodeFacts {
 
 struct Deadlines {
   std::chrono::seconds discovery{15}, dns{10}, firewall{5}, munge{5}, squeue{10};
+  // The whole run's end: slurmd kills a HealthCheckProgram at 60 s, and the steps' own deadlines add up
+  // to more. Each step waits for its own deadline or what is left of the run, whichever is less.
+  std::chrono::steady_clock::time_point finish_by = std::chrono::steady_clock::time_point::max();
+  std::chrono::milliseconds within(std::chrono::milliseconds own) const;
 };
 
 struct GatherOptions {
@@ -121,7 +125,7 @@ std::optional<double> chrony_offset_ms(const std::string& tracking_csv);
 
 // Hands a munge credential to this node's munged (`socket`, "" for munge's default) to decode: "" when
 // it decodes, else what went wrong (another node's credential that fails here: their keys differ).
-std::string unmunge_problem(const std::string& credential, const std::string& socket, std::chrono::seconds deadline);
+std::string unmunge_problem(const std::string& credential, const std::string& socket, std::chrono::milliseconds deadline);
 
 // How many of a NIC's IRQs may run only on CPUs of its own NUMA node.
 unsigned irqs_on_numa_node(const topology::NicSettings& nic);
