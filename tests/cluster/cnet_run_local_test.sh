@@ -26,9 +26,9 @@ grep -q "cnet-run cnet-run" <<<"$out" && fail "the default name doubles the tool
 grep -q "^cnet-run: done: " <<<"$out" || fail "no 'cnet-run: done:' line without --name: $out"
 grep -q "^cnet-run t: done: " <<<"$(run --local 2 --output "$work/named.safetensors" 2>&1)" || fail "no 'cnet-run t: done:' line with --name t"
 # The layers beside each cut between CPU stages go to whichever stage keeps the two even: with 2 blocks
-# against 4 blocks, norm and head, stage 0 takes stage 1's first layer for most micro-batches (all but
-# the first few, decided before stage 1 has reported); with 5 blocks against 1 and the rest, stage 0
-# gives stage 1 its last layer for most. Either way the output is bit for bit one process's.
+# against 4 blocks, norm and head, stage 0 takes stage 1's first layer (usually for most micro-batches);
+# with 5 blocks against 1 and the rest, stage 0 gives stage 1 its last layer. Either way the output is
+# bit for bit one process's.
 mkdir "$work/swing"
 make_example "$work/swing" 6 256 1536  # 48 micro-batches of 32 rows, a few ms each: long enough to time
 cut_moves() { /usr/bin/python3 -c 'import json,sys; c=json.loads(sys.stdin.read())["cut_moves"][0]; print(c["took"], c["gave"])'; }
@@ -39,8 +39,14 @@ for split in 2,6:took 5,3:gave; do
   grep -q "verify: bit-identical" "$work/swing.log" || fail "swinging cut not verified: $(cat "$work/swing.log")"
   grep -Eq "^  layers [0-9]+-[0-9]+: on stage 0 or 1, whichever keeps the two even" "$work/swing.log" || fail "the swinging cut is not shown: $(cat "$work/swing.log")"
   read -r took gave < <(cut_moves <<<"$out")
-  /usr/bin/python3 -c "import sys; t, g = $took, $gave; sys.exit(0 if ((t > 0.7 and g < 0.1) if '${split##*:}' == 'took' else (g > 0.7 and t < 0.1)) else 1)" ||
-    fail "--stage-layers ${split%%:*}: stage 0 took a layer for a share of $took and gave one for $gave: $(cat "$work/swing.log")"
+  # The cut moves the way the split leans: for most micro-batches, or for fewer where that already
+  # evens the stages out. How large a share evens them depends on how fast each stage's vCPU is that
+  # minute (a sanitizer build, a busier core): 0.5 evened them once where 0.8 usually does.
+  busy=$(/usr/bin/python3 -c 'import json,sys; s=json.loads(sys.stdin.read()); t=s["seconds"]; print(" ".join("%.2f" % (b / t) for b in s["busy_seconds"]))' <<<"$out")
+  /usr/bin/python3 -c "import sys; t, g = $took, $gave; b = [float(x) for x in '$busy'.split()]
+moved, other = (t, g) if '${split##*:}' == 'took' else (g, t)
+sys.exit(0 if other < 0.1 and (moved > 0.7 or (moved > 0.3 and abs(b[0] - b[1]) < 0.15)) else 1)" ||
+    fail "--stage-layers ${split%%:*}: stage 0 took a layer for a share of $took and gave one for $gave, stages busy $busy of the run: $(cat "$work/swing.log")"
   echo "--stage-layers ${split%%:*}: stage 0 took a layer beside the cut for a share of $took, gave one for $gave"
 done
 out=$(run --local 2 --fixed-split --output "$work/fixed.safetensors" --micro-batch 16 --json 2>"$work/fixed.log") || fail "--fixed-split: $(cat "$work/fixed.log")"
