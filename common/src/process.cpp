@@ -102,8 +102,7 @@ ProcessResult fork_and_collect(std::chrono::milliseconds deadline, std::size_t m
   }
   if (pid == 0) {
     setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // work of a caller that is gone is nobody's
-    if (getppid() != parent) _exit(127);
+    die_with_parent(parent);
     // A death callback belongs to the parent (libFuzzer's records the current input as a crash): a
     // child that dies is an outcome the parent reports, not the parent crashing.
     if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(nullptr);
@@ -116,6 +115,11 @@ ProcessResult fork_and_collect(std::chrono::milliseconds deadline, std::size_t m
 }
 
 }  // namespace
+
+void die_with_parent(pid_t parent) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);  // it died before the line above
+}
 
 ProcessResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds deadline,
                           const std::vector<std::pair<std::string, std::string>>& env, std::size_t max_output) {

@@ -7,7 +7,6 @@
 #include <pmix_server.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -19,6 +18,7 @@
 #include <thread>
 
 #include "cnet/common/host.hpp"
+#include "cnet/common/process.hpp"
 #include "cnet/common/text.hpp"
 #include "cnet/transport/bootstrap.hpp"
 
@@ -224,8 +224,7 @@ int run_local(const LocalLaunch& launch) {
     pid_t pid = fork();
     if (pid == 0) {
       // A rank outlives no launcher: killed with it, it cannot go on writing or hold the output's lock.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != launcher) _exit(127);  // the launcher died before the line above
+      common::die_with_parent(launcher);
       std::vector<char*> args;
       for (const auto& a : launch.argv) args.push_back(const_cast<char*>(a.c_str()));
       args.push_back(nullptr);

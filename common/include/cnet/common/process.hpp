@@ -3,6 +3,8 @@
 // forked child. Whatever hangs (a driver, a resolver, a stuck NFS mount) is killed when the deadline
 // passes and reported as such, so a health check or a plugin never waits longer than it was given.
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <functional>
 #include <string>
@@ -28,5 +30,10 @@ ProcessResult run_command(const std::vector<std::string>& argv, std::chrono::mil
 // it threw (exit 2). For work that may hang in a library: the caller's process is never stuck in it.
 ProcessResult run_in_child(const std::function<std::string()>& work, std::chrono::milliseconds deadline,
                            std::size_t max_output = 64u << 20);
+
+// In a child just forked from `parent`: killed when the parent dies, so no work outlives whoever started
+// it (a rank that would go on writing, a probe nobody waits for); exits at once if the parent is already
+// gone. (The signal comes when the forking thread ends: fork from a thread that outlives the child.)
+void die_with_parent(pid_t parent);
 
 }  // namespace cnet::common
