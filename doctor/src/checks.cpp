@@ -36,7 +36,7 @@ const std::map<std::string, std::string> kNumbers = {
     {"clock.max_offset_ms", "1000"}, {"net.core.rmem_max", "4194304"}, {"net.core.wmem_max", "4194304"},
     {"fs.file-max", "1000000"},      {"nofile", "65536"},              {"deadline.discovery", "15"},
     {"deadline.dns", "10"},          {"deadline.firewall", "5"},       {"deadline.scontrol", "10"},
-    {"deadline.munge", "5"},         {"rings.min_percent", "25"},      {"irqs.min_mbps", "25000"},
+    {"deadline.munge", "5"},         {"deadline.nics", "5"},         {"rings.min_percent", "25"},      {"irqs.min_mbps", "25000"},
     {"stuck.after_s", "600"},
 };
 const std::set<std::string> kLists = {"nics.exclude", "dns.exclude", "gres.exclude", "mtu.nics"};
@@ -192,6 +192,8 @@ void check_discovery(Checks& k) {
   const NodeFacts& f = k.f;
   const DoctorConfig& c = k.c;
   if (f.topology_hung) k.add("discovery", severity(c, "discovery"), f.topology_problem, "check the GPU driver (nvidia-smi; dmesg | grep -i xid) and reboot the node if it hangs");
+  if (!f.nic_settings_problem.empty())
+    k.add("discovery", severity(c, "discovery"), f.nic_settings_problem, "check the NIC driver (dmesg; ethtool -i on each NIC) and reboot the node if it hangs");
 }
 
 void check_links(Checks& k) {

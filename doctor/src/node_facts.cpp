@@ -187,6 +187,34 @@ void discover_within(const GatherOptions& o, NodeFacts& f) {
   }
 }
 
+// The NICs' driver settings, read in a child: an ethtool ioctl goes into the driver, which can hang like
+// a GPU driver can. What a link baseline records comes with them: every NIC's driver, or, with no NIC at
+// all (a container's or a network namespace's veth), the driver of the interface job traffic leaves by.
+void read_nic_settings_within(const GatherOptions& o, NodeFacts& f) {
+  auto ethtool = o.ethtool ? o.ethtool : o.root == "/" ? topology::EthtoolReader(topology::read_ethtool) : nullptr;
+  auto r = common::run_in_child(
+      [&] {
+        auto nics = topology::read_nic_settings(o.root, ethtool);
+        std::string drivers = topology::driver_summaries(nics);
+        if (drivers.empty()) drivers = topology::measured_drivers(nics, f.job_interface, ethtool);
+        return json{{"nics", json::parse(topology::nic_settings_to_json(nics))}, {"drivers", drivers}}.dump();
+      },
+      o.deadlines.within(o.deadlines.nics));
+  if (r.timed_out) {
+    f.nic_settings_problem = "the NIC drivers' settings (ethtool, sysfs) were not read within " + std::to_string(o.deadlines.nics.count()) +
+                             " s (a hung NIC driver)";
+    return;
+  }
+  try {
+    if (!r.ok()) throw std::runtime_error(r.output.empty() ? "exit " + std::to_string(r.exit_code) : r.output);
+    json j = json::parse(r.output);
+    f.nic_settings = topology::nic_settings_from_json(j.at("nics").dump());
+    f.nic_drivers = j.at("drivers").get<std::string>();
+  } catch (const std::exception& e) {
+    f.nic_settings_problem = std::string("the NIC drivers' settings could not be read: ") + e.what();
+  }
+}
+
 // SlurmctldHost=name or name(address); SlurmctldAddr= wins for the address.
 void read_controller(const std::vector<common::ConfigLine>& lines, NodeFacts& f) {
   for (const auto& l : lines) {
@@ -474,12 +502,7 @@ NodeFacts gather_facts(const GatherOptions& o) {
   if (!f.cnet_plugins.empty()) f.slurm_version = running_slurm_version(o);
   f.now = static_cast<std::int64_t>(std::time(nullptr));
   if (!conf_text.empty()) read_held_jobs(o, conf, f);
-  auto ethtool = o.ethtool ? o.ethtool : o.root == "/" ? topology::EthtoolReader(topology::read_ethtool) : nullptr;
-  f.nic_settings = topology::read_nic_settings(o.root, ethtool);
-  // What a link baseline records: every NIC's driver, or, with no NIC at all (a container's or a network
-  // namespace's veth), the driver of the interface job traffic leaves by.
-  f.nic_drivers = topology::driver_summaries(f.nic_settings);
-  if (f.nic_drivers.empty()) f.nic_drivers = topology::measured_drivers(f.nic_settings, f.job_interface, ethtool);
+  read_nic_settings_within(o, f);
   return f;
 }
 

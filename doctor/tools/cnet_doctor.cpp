@@ -122,7 +122,8 @@ int main(int argc, char** argv) {
   }
   g.nodes = cnet::common::split(nodes);
   g.live_process_limits = g.root == "/";
-  g.deadlines = {config.deadline("discovery"), config.deadline("dns"), config.deadline("firewall"), config.deadline("munge"), config.deadline("scontrol")};
+  g.deadlines = {config.deadline("discovery"), config.deadline("dns"), config.deadline("firewall"), config.deadline("munge"), config.deadline("scontrol"),
+                 config.deadline("nics")};
   if (node.empty()) node = std::getenv("SLURMD_NODENAME") ? std::getenv("SLURMD_NODENAME") : "";
   g.hostname = node;
   g.only_this_node = vm.count("health-check") > 0;

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
@@ -205,6 +206,50 @@ TEST(Doctor, HungDiscoveryIsANodeFaultWithinItsDeadline) {
   ASSERT_NE(find(r, "discovery"), nullptr);
   EXPECT_EQ(find(r, "discovery")->status, Status::fail);
   EXPECT_NE(find(r, "discovery")->seen.find("did not finish within 1 s"), std::string::npos);
+}
+
+// An ethtool ioctl that never returns (a NIC driver stuck) is a verdict within its own deadline too.
+TEST(Doctor, HungNicDriverIsANodeFaultWithinItsDeadline) {
+  TempDir d;
+  d.write("sys/class/net/eth0/mtu", "1500\n");
+  d.write("sys/class/net/eth0/device/vendor", "0x15b3\n");
+  GatherOptions o;
+  o.root = d.path().string();
+  o.slurm_conf = d.file("slurm.conf");
+  o.live_process_limits = false;
+  o.ethtool = [](const std::string&) -> std::optional<cnet::topology::EthtoolAnswers> {
+    pause();
+    return std::nullopt;
+  };
+  o.deadlines.nics = std::chrono::seconds(1);
+  auto t0 = std::chrono::steady_clock::now();
+  NodeFacts f = gather_facts(o);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  auto r = run_checks(f, DoctorConfig::defaults());
+  ASSERT_NE(find(r, "discovery"), nullptr);
+  EXPECT_EQ(find(r, "discovery")->status, Status::fail);
+  EXPECT_NE(find(r, "discovery")->seen.find("were not read within 1 s (a hung NIC driver)"), std::string::npos);
+}
+
+// The settings read in the child arrive whole in the parent.
+TEST(Doctor, NicSettingsComeBackFromTheChild) {
+  TempDir d;
+  d.write("sys/class/net/eth0/mtu", "1500\n");
+  d.write("sys/class/net/eth0/device/vendor", "0x15b3\n");
+  GatherOptions o;
+  o.root = d.path().string();
+  o.slurm_conf = d.file("slurm.conf");
+  o.live_process_limits = false;
+  o.ethtool = [](const std::string&) {
+    cnet::topology::EthtoolAnswers a;
+    a.driver = "mlx5_core", a.firmware = "16.35.2000";
+    return std::optional(a);
+  };
+  NodeFacts f = gather_facts(o);
+  EXPECT_EQ(f.nic_settings_problem, "");
+  ASSERT_EQ(f.nic_settings.size(), 1u);
+  EXPECT_EQ(f.nic_settings[0].firmware, "16.35.2000");
+  EXPECT_EQ(f.nic_drivers, "eth0 mlx5_core firmware 16.35.2000");
 }
 
 TEST(Doctor, NodeStateFromScontrol) {

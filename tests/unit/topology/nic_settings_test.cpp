@@ -55,6 +55,16 @@ TEST(NicSettings, ReadFromARecordedTree) {
   EXPECT_EQ(driver_summaries(nics), "eth2 mlx5_core 5.8-1.0.1 firmware 16.35.2000; mlx5_1 mlx5_core firmware 20.31.1014");
   EXPECT_EQ(driver_summaries(nics, "mlx5_0:1"), "eth2 mlx5_core 5.8-1.0.1 firmware 16.35.2000") << "an RDMA port names its netdev's function";
   EXPECT_EQ(driver_summaries(nics, "eth9"), "");
+
+  // What a child reads comes back whole: every field, the optional parts absent where they were.
+  nics[0].channels = EthtoolAnswers::Channels{8, 63, 0, 0, 0, 0};
+  auto back = nic_settings_from_json(nic_settings_to_json(nics));
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(nic_settings_to_json(back), nic_settings_to_json(nics));
+  EXPECT_EQ(back[0].irqs[1].cpus, std::vector<unsigned>{3});
+  EXPECT_EQ(back[0].channels->combined_max, 63u);
+  EXPECT_FALSE(back[1].rings);
+  EXPECT_THROW(nic_settings_from_json("[{\"netdev\": 3}]"), std::runtime_error);
 }
 
 // A link measured over a veth (a container's or a network namespace's eth0) records the veth's driver:

@@ -9,7 +9,8 @@
 //               irqs.min_mbps stuck.after_s (0: off)
 //   exclusions  nics.exclude = mlx5_1,eth0   dns.exclude = cloud[1-64]   gres.exclude = /dev/nvidia7
 //   fabric      mtu.nics = ib0,eth2 (the NICs jobs use, whose MTUs must agree; default the RDMA NICs)
-//   deadlines   deadline.discovery deadline.dns deadline.firewall deadline.scontrol deadline.munge (seconds);
+//   deadlines   deadline.discovery deadline.dns deadline.firewall deadline.scontrol deadline.munge
+//               deadline.nics (seconds);
 //               deadline.scontrol also bounds squeue
 
 #include <chrono>

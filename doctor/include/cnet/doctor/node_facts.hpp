@@ -85,6 +85,7 @@ struct NodeFacts {
   std::vector<PluginFile> cnet_plugins;         // cnet.so (plugstack.conf), job_submit_cnet.so, gres_rdma.so (PluginDir)
   MungeState munge;
   std::vector<topology::NicSettings> nic_settings;  // queues, rings, IRQ binding, driver/firmware, offloads
+  std::string nic_settings_problem;  // the NIC drivers did not answer in time (ethtool ioctl, sysfs): why
   std::string nic_drivers;  // driver_summaries() of them, else the job interface's driver (a veth's)
   // Running and completing jobs on this node as slurmctld lists them (squeue -w), at `now`: one stuck
   // completing, or running long past its end, holds resources nobody else can use.
@@ -94,7 +95,7 @@ struct NodeFacts {
 };
 
 struct Deadlines {
-  std::chrono::seconds discovery{15}, dns{10}, firewall{5}, munge{5}, squeue{10};
+  std::chrono::seconds discovery{15}, dns{10}, firewall{5}, munge{5}, squeue{10}, nics{5};
   // The whole run's end: slurmd kills a HealthCheckProgram at 60 s, and the steps' own deadlines add up
   // to more. Each step waits for its own deadline or what is left of the run, whichever is less.
   std::chrono::steady_clock::time_point finish_by = std::chrono::steady_clock::time_point::max();

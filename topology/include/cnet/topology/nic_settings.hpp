@@ -69,4 +69,9 @@ std::string driver_summaries(const std::vector<NicSettings>& nics, const std::st
 // lists, yet its driver is what carried the traffic: it is asked through `ethtool` alone.
 std::string measured_drivers(const std::vector<NicSettings>& nics, const std::string& only, const EthtoolReader& ethtool);
 
+// The settings as JSON and back, every field kept: a reading made in a child with a deadline (a NIC
+// driver's ioctl can hang) comes back to the caller this way. from_json throws std::runtime_error.
+std::string nic_settings_to_json(const std::vector<NicSettings>& nics);
+std::vector<NicSettings> nic_settings_from_json(const std::string& json);
+
 }  // namespace cnet::topology
