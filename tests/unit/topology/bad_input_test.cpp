@@ -139,3 +139,14 @@ TEST(LiveDiscovery, ThisMachineGivesASensibleTopology) {
     EXPECT_NE(n.name, "lo") << "loopback is not a NIC";
   }
 }
+
+// 300k '<object' tags never closed: the screen once ended each at the next '>' anywhere in the file,
+// copying the rest of the file per tag (over a minute); it reads the file once now and refuses it.
+TEST(BadInput, UnterminatedObjectTagsAreReadOnce) {
+  std::string text = "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n";
+  for (int i = 0; i < 300000; ++i) text += "<object type=\"Core\" ";
+  TempDir d;
+  d.write("open.xml", text);
+  std::string err = error_for(xml(d.path() / "open.xml"));
+  EXPECT_NE(err.find("open.xml"), std::string::npos) << err;
+}
