@@ -196,4 +196,22 @@ void remove_tree(const std::filesystem::path& path, const std::vector<uid_t>& ow
   ::close(fd);
 }
 
+void remove_file_and_folder(const std::filesystem::path& folder, const std::string& file_name, uid_t owner) {
+  const std::string name = folder.filename().string();
+  if (name.empty() || name == "." || name == ".." || file_name.find('/') != std::string::npos) return;
+  int parent = ::open(folder.has_parent_path() ? folder.parent_path().c_str() : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (parent < 0) return;
+  int fd = ::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st {};
+  if (fd >= 0 && ::fstat(fd, &st) == 0 && st.st_uid == owner) {
+    ::unlinkat(fd, file_name.c_str(), 0);
+    // Only the folder just checked: if another was renamed in under its name since, it stays.
+    struct stat now {};
+    if (::fstatat(parent, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev)
+      ::unlinkat(parent, name.c_str(), AT_REMOVEDIR);
+  }
+  if (fd >= 0) ::close(fd);
+  ::close(parent);
+}
+
 }  // namespace cnet::common

@@ -36,7 +36,10 @@ bool someone_listens(const fs::path& socket_path) {
 
 PmixStepPaths pmix_step_paths(std::string spool_dir, const std::string& tmp_fs, const std::string& node_name,
                               const std::string& host_name, uid_t uid, std::uint32_t job, std::uint32_t step) {
-  replace_all(spool_dir, "%n", node_name);
+  // A node name is one path component: anything else ('..', a '/', nothing) is not what slurmd used.
+  bool one_component = !node_name.empty() && node_name.size() <= 255 && !node_name.starts_with('.') &&
+                       node_name.find_first_of("/\n") == std::string::npos;
+  replace_all(spool_dir, "%n", one_component ? node_name : host_name);
   replace_all(spool_dir, "%h", host_name);
   std::string id = std::to_string(job) + "." + std::to_string(step);
   return {fs::path(spool_dir) / ("stepd.slurm.pmix." + id), fs::path(spool_dir) / ("pmix." + id),

@@ -250,23 +250,11 @@ std::string write_nccl_topology(spank_t sp, const topo::NodeTopology& node) {
   return path;
 }
 
-// Removes what write_nccl_topology made, as root at step exit: everything relative to descriptors
-// opened without following a link, so a folder (or a TMPDIR component) the user swapped for a link
-// leads nowhere else; the folder itself goes only if it is this user's and empty.
+// Removes what write_nccl_topology made, as root at step exit, never following what the user swapped in.
 void remove_nccl_topology(uid_t owner) {
   if (g_nccl_topo_file.empty()) return;
-  std::filesystem::path dir = std::filesystem::path(g_nccl_topo_file).parent_path();
-  int parent = open(dir.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (parent < 0) return;
-  const std::string name = dir.filename().string();
-  int fd = openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  struct stat st {};
-  if (fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == owner) {
-    unlinkat(fd, "nccl-topo.xml", 0);
-    unlinkat(parent, name.c_str(), AT_REMOVEDIR);
-  }
-  if (fd >= 0) close(fd);
-  close(parent);
+  std::filesystem::path file(g_nccl_topo_file);
+  cnet::common::remove_file_and_folder(file.parent_path(), file.filename().string(), owner);
 }
 
 void print_to_task(const std::string& line) {
@@ -312,7 +300,6 @@ void clear_stale_pmix_state(spank_t sp) {
   // job's environment, which the job writes, is never asked, and a name is one path component at most.
   const char* from_slurmd = std::getenv("SLURMD_NODENAME");
   std::string node = from_slurmd ? from_slurmd : "";
-  if (!plain_value(node, 255) || node.starts_with('.')) node = cnet::common::short_hostname();
   try {
     auto paths = pmix_step_paths(conf->slurmd_spooldir, conf->tmp_fs ? conf->tmp_fs : "", node, cnet::common::short_hostname(), uid, job, step);
     for (const auto& p : remove_stale_pmix_state(paths, uid))

@@ -117,6 +117,40 @@ TEST(Files, RemoveTreeLeavesATreeDeeperThanItsBoundInPlace) {
   }
 }
 
+// Root's clean-up of a user's folder: the file and the empty folder go; a folder that is a link, or that
+// holds more than the file, or belongs to another user, keeps what is in it.
+TEST(Files, RemoveFileAndFolderOnlyWhereTheFolderIsTheOwners) {
+  cnet::testing::ScratchDir d;
+  d.write("step/nccl-topo.xml", "x");
+  remove_file_and_folder(d.file("step"), "nccl-topo.xml", geteuid());
+  EXPECT_FALSE(fs::exists(d.file("step")));
+
+  d.write("elsewhere/nccl-topo.xml", "y");
+  fs::create_directory_symlink(d.file("elsewhere"), d.file("swapped"));
+  remove_file_and_folder(d.file("swapped"), "nccl-topo.xml", geteuid());
+  EXPECT_TRUE(fs::exists(d.file("elsewhere/nccl-topo.xml"))) << "a folder swapped for a link leads nowhere";
+  EXPECT_TRUE(fs::is_symlink(d.file("swapped")));
+
+  d.write("busy/nccl-topo.xml", "z");
+  d.write("busy/notes", "kept");
+  remove_file_and_folder(d.file("busy"), "nccl-topo.xml", geteuid());
+  EXPECT_FALSE(fs::exists(d.file("busy/nccl-topo.xml")));
+  EXPECT_TRUE(fs::exists(d.file("busy/notes"))) << "a folder with more in it stays";
+
+  d.write("theirs/nccl-topo.xml", "w");
+  remove_file_and_folder(d.file("theirs"), "nccl-topo.xml", geteuid() + 1);
+  EXPECT_TRUE(fs::exists(d.file("theirs/nccl-topo.xml"))) << "another owner's folder is left alone";
+  remove_file_and_folder(d.file("theirs"), "../busy/notes", geteuid());
+  EXPECT_TRUE(fs::exists(d.file("busy/notes"))) << "the file is a name in the folder, not a path";
+}
+
+TEST(Files, RemoveFileAndFolderLeavesATreeInPlace) {
+  cnet::testing::ScratchDir d;
+  d.write("a/nccl-topo.xml/inner", "x");  // the name is a folder now: unlink refuses it, and the folder stays
+  remove_file_and_folder(d.file("a"), "nccl-topo.xml", geteuid());
+  EXPECT_TRUE(fs::exists(d.file("a/nccl-topo.xml/inner")));
+}
+
 TEST(Files, RemoveTreeLeavesOtherOwnersAlone) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to give files another owner";
   cnet::testing::ScratchDir d;

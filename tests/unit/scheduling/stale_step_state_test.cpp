@@ -45,6 +45,9 @@ TEST_F(StaleStepState, PathsFollowMpiPmix) {
   EXPECT_EQ(paths.server_dir, root / "spool/cn2/pmix.42.0");
   EXPECT_EQ(paths.client_dir, root / "tmp/spmix_appdir_1000_42.0");
   EXPECT_EQ(pmix_step_paths("/s", "", "cn1", "h1", 0, 7, 3).client_dir, "/tmp/spmix_appdir_0_7.3") << "TmpFS defaults to /tmp";
+  // %n never climbs out of the spool folder, whatever name arrives: a name is one path component.
+  for (const char* bad : {"..", "../etc", "a/b", "", ".hidden"})
+    EXPECT_EQ(pmix_step_paths("/s/%n", "", bad, "h1", 0, 7, 3).server_dir, "/s/h1/pmix.7.3") << bad;
   EXPECT_EQ(pmix_step_paths("/var/%n/%h", "", "cn1", "h1", 0, 7, 3).server_dir, "/var/cn1/h1/pmix.7.3") << "%n is the NodeName, %h the host";
 }
 

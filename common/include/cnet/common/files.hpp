@@ -46,4 +46,10 @@ bool same_file(const std::string& a, const std::string& b);
 constexpr std::size_t kMaxRemoveDepth = 256;
 void remove_tree(const std::filesystem::path& path, const std::vector<uid_t>& owners);
 
+// Removes `folder/file_name` and then `folder` if it is empty, as root may do in a user's folder: only when
+// `folder` itself (not a link to one) belongs to `owner`; the file and the folder are unlinked from
+// descriptors, so a folder swapped for a link, or another folder swapped in after the check, is not what
+// goes. Quietly does nothing where any of that does not hold (it is clean-up: nothing to report).
+void remove_file_and_folder(const std::filesystem::path& folder, const std::string& file_name, uid_t owner);
+
 }  // namespace cnet::common

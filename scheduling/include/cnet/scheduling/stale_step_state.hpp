@@ -21,7 +21,8 @@ struct PmixStepPaths {
 };
 
 // The paths mpi/pmix uses for one step; %n in spool_dir becomes the NodeName and %h the host name, as
-// slurmd expands them.
+// slurmd expands them. A node name that is not one plain path component ('..', 'a/b', empty) is taken
+// as the host name: root removes what these paths name.
 PmixStepPaths pmix_step_paths(std::string spool_dir, const std::string& tmp_fs, const std::string& node_name,
                               const std::string& host_name, uid_t uid, std::uint32_t job, std::uint32_t step);
 
