@@ -76,6 +76,10 @@ cnet_require_pkgconfig(crypto libcrypto libssl-dev)
 cnet_require_package(Boost libboost-program-options-dev COMPONENTS program_options)
 cnet_require_package(nlohmann_json nlohmann-json3-dev)
 cnet_require_package(Threads libc6-dev)
+# ONNX models: Debian's ONNX library (protobuf classes, checker, shape inference); its CMake package
+# expects protobuf's targets to exist already.
+cnet_require_package(Protobuf libprotobuf-dev)
+cnet_require_package(ONNX libonnx-dev)
 
 # Slurm: spank.h for the SPANK plugin, libslurm for cnet-pool. CNET_SLURM_PREFIX picks a Slurm installed
 # under its own prefix (contrib/slurm-build.sh); otherwise the system's (Debian's slurm-wlm).

@@ -13,10 +13,14 @@ packages=(
   libhwloc-dev hwloc
   # libraries (libssl-dev: HMAC for cnet-perf -s/-c's peer authentication)
   libboost-program-options-dev nlohmann-json3-dev libopenblas-dev libssl-dev
+  # ONNX models (protobuf, checker, shape inference)
+  libonnx-dev libprotobuf-dev
   # tests and benchmarks (Open MPI is the peer for collective benchmarks); clang's libFuzzer for contrib/fuzz.sh
   libgtest-dev libgmock-dev libbenchmark-dev openmpi-bin libopenmpi-dev clang libclang-rt-14-dev
   # cnet-launch's integration test: torch.distributed (CPU, gloo) for /usr/bin/python3
   python3-torch
+  # ONNX models are checked against PyTorch itself: torchvision's models exported with random weights
+  python3-torchvision
   # packages and docs: man pages from --help (dpkg-dev for cpack's dpkg-shlibdeps comes with build-essential);
   # devscripts for hardening-check
   help2man lintian devscripts

@@ -61,13 +61,15 @@ std::string StageForward::device() const {
   return "CPU, OpenBLAS " + std::to_string(threads) + (threads > 1 ? " threads" : " thread");
 }
 
-StageForward::StageForward(const SafetensorsFile& f, const ModelSpec& model, std::size_t first, std::size_t last) {
+StageForward::StageForward(const SafetensorsFile* f, const ModelSpec& model, std::size_t first, std::size_t last) {
   if (first >= last || last > model.layers.size()) throw FormatError("stage layer range is empty or outside the model");
+  if (!f && !model.graph) throw std::logic_error("a layer list's stage needs its weights file");
   first_ = first;
+  if (model.graph) graph_ = std::make_unique<GraphRunner>(model.graph);
   auto bind = [&](const std::string& name) -> std::span<const float> {
     if (name.empty()) return {};
     std::vector<float> storage;
-    auto s = f.floats(name, storage);
+    auto s = f->floats(name, storage);
     if (storage.empty()) return s;
     converted_.push_back(std::move(storage));
     return converted_.back();
@@ -127,6 +129,10 @@ void StageForward::forward_layers(std::size_t from, std::size_t to, std::span<co
       case LayerKind::relu:
       case LayerKind::gelu: activate(s.kind, a_.data(), a_.size()); break;
       case LayerKind::softmax: softmax(a_.data(), rows, s.in); break;
+      case LayerKind::graph_segment:
+        graph_->run_segment(s.segment, a_, rows, b_);
+        a_.swap(b_);
+        break;
       case LayerKind::residual_mlp: {
         const float* x = a_.data();
         if (!l.gamma.empty()) {

@@ -31,6 +31,7 @@ int kind_code(LayerKind k) {
     case LayerKind::softmax: return CNET_CUDA_SOFTMAX;
     case LayerKind::layernorm: return CNET_CUDA_LAYERNORM;
     case LayerKind::residual_mlp: return CNET_CUDA_RESIDUAL_MLP;
+    case LayerKind::graph_segment: break;  // open_stage refuses graph models on a GPU before this
   }
   return -1;
 }
@@ -218,10 +219,11 @@ void GpuStageForward::forward(std::span<const float> in, std::size_t rows, std::
 
 void GpuStageForward::finish(const std::function<void()>& progress) { wait_for(cuda_.api().stage_flush, "the last transfer", progress); }
 
-std::unique_ptr<StageCompute> open_stage(const ComputeDevice& where, const SafetensorsFile& weights, const ModelSpec& model,
+std::unique_ptr<StageCompute> open_stage(const ComputeDevice& where, const SafetensorsFile* weights, const ModelSpec& model,
                                          unsigned stage_index, const StageRange& stage, std::size_t micro_batch) {
   if (!where.gpu) return std::make_unique<StageForward>(weights, model, stage.first, stage.last);
-  return std::make_unique<GpuStageForward>(CudaStageModule::load(), where.cuda_device, weights, model, stage_index, stage, micro_batch);
+  if (model.graph) throw FormatError("GPU stages run layer lists only so far; run an ONNX model's stages on the CPU (no --gpu-per-stage)");
+  return std::make_unique<GpuStageForward>(CudaStageModule::load(), where.cuda_device, *weights, model, stage_index, stage, micro_batch);
 }
 
 }  // namespace cnet::inference

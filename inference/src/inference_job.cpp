@@ -11,11 +11,11 @@ int gpu_for_task(unsigned local_rank) { return cuda_device_for_task(CudaStageMod
 
 SingleProcessResult run_single_process(const std::string& model_path, const std::string& input_path, std::size_t micro_batch,
                                        int gpu_device) {
-  SafetensorsFile weights(model_path);
-  ModelSpec model = load_model(weights);
+  LoadedModel loaded = open_model(model_path);
+  const ModelSpec& model = loaded.spec;
   InputRows input = open_input(input_path, model.input_width());
   StageRange whole{0, model.layers.size(), 0};
-  auto forward = open_stage(ComputeDevice{gpu_device >= 0, gpu_device}, weights, model, 0, whole, micro_batch);
+  auto forward = open_stage(ComputeDevice{gpu_device >= 0, gpu_device}, loaded.weights.get(), model, 0, whole, micro_batch);
   SingleProcessResult r;
   r.output.resize(input.rows * model.output_width());
   std::vector<float> out;

@@ -72,8 +72,9 @@ Job prepare_job(const InferenceOptions& o, const transport::Placement& me) {
   const std::uint32_t rank = me.rank;
   Job job;
   job.layout = make_layout(o.scheme, me.size, o.num_stages);
-  job.weights = std::make_unique<SafetensorsFile>(o.model);
-  job.model = load_model(*job.weights);
+  LoadedModel loaded = open_model(o.model);
+  job.weights = std::move(loaded.weights);
+  job.model = std::move(loaded.spec);
   job.stages = o.stage_layers.empty() ? balance_stages(job.model, job.layout.stages)
                                       : split_stages(job.model, o.stage_layers, job.layout.stages);
   job.input = open_input(o.input, job.model.input_width());
@@ -83,11 +84,11 @@ Job prepare_job(const InferenceOptions& o, const transport::Placement& me) {
   job.cuts = cpu_pipeline ? plan_cut_swings(job.model, job.stages) : std::vector<CutSwing>(job.layout.stages - 1);
   const CutSwing before = stage > 0 ? job.cuts[stage - 1] : CutSwing{}, after = stage + 1 < job.layout.stages ? job.cuts[stage] : CutSwing{};
   if (before.any() || after.any()) {
-    auto swing = std::make_unique<SwingStage>(*job.weights, job.model, job.stages, stage, before, after);
+    auto swing = std::make_unique<SwingStage>(job.weights.get(), job.model, job.stages, stage, before, after);
     job.swing = swing.get();
     job.forward = std::move(swing);
   } else {
-    job.forward = open_stage(ComputeDevice{job.gpu >= 0, job.gpu}, *job.weights, job.model, stage, job.stages[stage], o.micro_batch);
+    job.forward = open_stage(ComputeDevice{job.gpu >= 0, job.gpu}, job.weights.get(), job.model, stage, job.stages[stage], o.micro_batch);
   }
   job.all = micro_batches(job.input.rows, o.micro_batch);
   return job;

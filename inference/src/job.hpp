@@ -47,7 +47,7 @@ InputRows open_input(const std::string& path, std::size_t width);
 // the output: the layout, the model and this rank's stage of it, the input.
 struct Job {
   JobLayout layout;
-  std::unique_ptr<SafetensorsFile> weights;
+  std::unique_ptr<SafetensorsFile> weights;  // a layer list's; null for a graph model
   ModelSpec model;
   std::vector<StageRange> stages;
   InputRows input;

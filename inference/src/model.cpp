@@ -8,6 +8,7 @@
 
 #include "bounded_json.hpp"
 #include "cnet/common/text.hpp"
+#include "cnet/inference/onnx_model.hpp"
 
 namespace cnet::inference {
 namespace {
@@ -25,6 +26,7 @@ std::string layer_name(LayerKind k) {
     case LayerKind::softmax: return "softmax";
     case LayerKind::layernorm: return "layernorm";
     case LayerKind::residual_mlp: return "residual_mlp";
+    case LayerKind::graph_segment: return "graph";
   }
   return "?";
 }
@@ -136,11 +138,13 @@ double LayerSpec::cost() const {
     case LayerKind::softmax:
     case LayerKind::gelu: return 10.0 * in;
     case LayerKind::relu: return 1.0 * in;
+    case LayerKind::graph_segment: return flops;
   }
   return 0;
 }
 
 std::string LayerSpec::describe() const {
+  if (kind == LayerKind::graph_segment) return text;
   std::string s = layer_name(kind) + " " + std::to_string(in);
   if (kind == LayerKind::residual_mlp) s += "->" + std::to_string(hidden) + "->" + std::to_string(out);
   else if (in != out) s += "->" + std::to_string(out);
@@ -205,6 +209,7 @@ ModelSpec load_model(const SafetensorsFile& f) {
         if (width == 0) throw FormatError(where + ": cannot come before the first layer with weights (its width is unknown)");
         l.in = l.out = width;
         break;
+      case LayerKind::graph_segment: break;  // parse_kind never gives it: a layer list holds no graph
     }
     width = l.out;
     model.layers.push_back(std::move(l));
@@ -252,6 +257,34 @@ void write_example_input(const std::string& path, std::size_t rows, std::size_t 
   Random rng{seed * 7919ull + 17};
   fill(w, t, rng, 1.0f, 0.0f);
   w.sync();
+}
+
+ModelSpec graph_model(std::shared_ptr<const Graph> graph) {
+  ModelSpec m;
+  for (std::size_t i = 0; i < graph->segments.size(); ++i) {
+    const Segment& s = graph->segments[i];
+    LayerSpec l;
+    l.kind = LayerKind::graph_segment;
+    l.in = graph->values[s.input].elements();
+    l.out = graph->values[s.output].elements();
+    l.segment = i;
+    l.flops = s.flops;
+    l.text = graph->describe_segment(i);
+    m.layers.push_back(std::move(l));
+  }
+  m.graph = std::move(graph);
+  return m;
+}
+
+LoadedModel open_model(const std::string& path) {
+  LoadedModel m;
+  if (std::filesystem::path(path).extension() == ".onnx") {
+    m.spec = graph_model(load_onnx(path));
+  } else {
+    m.weights = std::make_unique<SafetensorsFile>(path);
+    m.spec = load_model(*m.weights);
+  }
+  return m;
 }
 
 }  // namespace cnet::inference

@@ -15,6 +15,10 @@ std::vector<StageRange> balance_stages(const ModelSpec& model, unsigned stages) 
 
 std::vector<StageRange> balance_stages(const ModelSpec& model, const std::vector<double>& speeds) {
   const std::size_t n = model.layers.size(), stages = speeds.size();
+  if ((stages == 0 || stages > n) && model.graph)
+    throw std::invalid_argument(std::to_string(stages) + " stages asked, but the graph has " + std::to_string(n) +
+                                " part(s) between places where exactly one tensor crosses (the only places a stage can end): use between 1 and " +
+                                std::to_string(n) + " stages");
   if (stages == 0 || stages > n)
     throw std::invalid_argument(std::to_string(stages) + " stages for a model of " + std::to_string(n) +
                                 " layers: use between 1 and " + std::to_string(n) + " stages");

@@ -5,7 +5,7 @@
 
 namespace cnet::inference {
 
-SwingStage::SwingStage(const SafetensorsFile& weights, const ModelSpec& model, const std::vector<StageRange>& stages, std::size_t stage,
+SwingStage::SwingStage(const SafetensorsFile* weights, const ModelSpec& model, const std::vector<StageRange>& stages, std::size_t stage,
                        CutSwing before, CutSwing after)
     : before_(before), after_(after) {
   const StageRange& mine = stages.at(stage);

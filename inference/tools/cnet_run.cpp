@@ -70,8 +70,7 @@ int make_files(const std::string& command, int argc, char** argv) {
       if (!model.empty() && cnet::common::same_file(output, model))
         throw po::error("--output " + output + " is the same file as --model " + model + ": writing it would destroy the model; choose another output file");
       if (!model.empty()) {
-        SafetensorsFile f(model);
-        width = load_model(f).input_width();
+        width = open_model(model).spec.input_width();
       }
       if (width == 0 || rows == 0) throw po::error("make-input needs --rows and a --width (or --model) above 0");
     }

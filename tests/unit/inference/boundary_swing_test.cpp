@@ -209,12 +209,12 @@ TEST_F(Swing, SameBitsWhicheverStageComputesTheLayersBesideTheCut) {
   std::vector<float> x(3 * 16);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
   std::vector<float> want;
-  StageForward(f, m, 0, 6).forward(x, 3, want);
+  StageForward(&f, m, 0, 6).forward(x, 3, want);
   auto same = [&](const std::vector<float>& got) { return got.size() == want.size() && std::memcmp(got.data(), want.data(), want.size() * 4) == 0; };
 
   auto stages = at({{0, 3}, {3, 6}});
   auto cuts = plan_cut_swings(m, stages);
-  SwingStage up(f, m, stages, 0, {}, cuts[0]), down(f, m, stages, 1, cuts[0], {});
+  SwingStage up(&f, m, stages, 0, {}, cuts[0]), down(&f, m, stages, 1, cuts[0], {});
   EXPECT_EQ(up.output_width(), 16u);
   EXPECT_EQ(down.input_width(), 16u);
   for (CutMove move : {CutMove::give, CutMove::keep, CutMove::take}) {
@@ -231,7 +231,7 @@ TEST_F(Swing, SameBitsWhicheverStageComputesTheLayersBesideTheCut) {
   // A middle stage between two cuts, whatever arrives and whatever it does at the cut after it.
   stages = at({{0, 2}, {2, 4}, {4, 6}});
   cuts = plan_cut_swings(m, stages);
-  SwingStage s0(f, m, stages, 0, {}, cuts[0]), s1(f, m, stages, 1, cuts[0], cuts[1]), s2(f, m, stages, 2, cuts[1], {});
+  SwingStage s0(&f, m, stages, 0, {}, cuts[0]), s1(&f, m, stages, 1, cuts[0], cuts[1]), s2(&f, m, stages, 2, cuts[1], {});
   for (CutMove first : {CutMove::give, CutMove::keep, CutMove::take})
     for (CutMove second : {CutMove::keep, CutMove::take}) {
       std::vector<float> a, b, out;

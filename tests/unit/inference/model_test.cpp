@@ -139,9 +139,9 @@ TEST_F(Model, ForwardMatchesHandComputedValues) {
   SafetensorsFile f(path("m"));
   ModelSpec m = load_model(f);
   std::vector<float> x = {1, 1, -1, 0}, y;
-  StageForward(f, m, 0, 2).forward(x, 2, y);  // linear + relu
+  StageForward(&f, m, 0, 2).forward(x, 2, y);  // linear + relu
   EXPECT_EQ(y, (std::vector<float>{3.5f, 7, 0, 0, 0, 1}));
-  StageForward(f, m, 0, 4).forward(x, 2, y);
+  StageForward(&f, m, 0, 4).forward(x, 2, y);
   ASSERT_EQ(y.size(), 6u);
   for (int r = 0; r < 2; ++r) EXPECT_NEAR(y[3 * r] + y[3 * r + 1] + y[3 * r + 2], 1.0, 1e-6);
   EXPECT_GT(y[1], y[0]);  // 7 is the largest of row 0
@@ -155,14 +155,14 @@ TEST_F(Model, StagesTogetherGiveTheSameBitsAsTheWholeModel) {
   std::vector<float> s;
   auto x = in.floats("input", s);
   std::vector<float> whole, mid, split;
-  StageForward(f, m, 0, m.layers.size()).forward(x, 8, whole);
-  StageForward(f, m, 0, 3).forward(x, 8, mid);
-  StageForward(f, m, 3, m.layers.size()).forward(mid, 8, split);
+  StageForward(&f, m, 0, m.layers.size()).forward(x, 8, whole);
+  StageForward(&f, m, 0, 3).forward(x, 8, mid);
+  StageForward(&f, m, 3, m.layers.size()).forward(mid, 8, split);
   ASSERT_EQ(whole.size(), 8u * 16);
   EXPECT_EQ(0, std::memcmp(whole.data(), split.data(), whole.size() * sizeof(float)));
 
   // A part of a stage's layers (as a stage whose cut swings runs them) gives the same bits too.
-  StageForward held(f, m, 1, m.layers.size());
+  StageForward held(&f, m, 1, m.layers.size());
   std::vector<std::size_t> done;
   held.forward_layers(3, m.layers.size(), mid, 8, split, [&](std::size_t layer) { done.push_back(layer); });
   EXPECT_EQ(done, (std::vector<std::size_t>{3, 4, 5, 6, 7}));

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -40,7 +41,8 @@ class StageCompute {
 class StageForward : public StageCompute {
  public:
   // Layers [first, last) of the model; F16/BF16 weights are converted once, F32 ones used in place.
-  StageForward(const SafetensorsFile& weights, const ModelSpec& model, std::size_t first, std::size_t last);
+  // `weights` holds a layer list's tensors; a graph model's (weights null) are in its graph.
+  StageForward(const SafetensorsFile* weights, const ModelSpec& model, std::size_t first, std::size_t last);
 
   std::size_t input_width() const override { return layers_.front().spec.in; }
   std::size_t output_width() const override { return layers_.back().spec.out; }
@@ -66,6 +68,7 @@ class StageForward : public StageCompute {
   std::vector<Bound> layers_;
   std::vector<std::vector<float>> converted_;  // storage for weights that were not F32
   std::vector<float> a_, b_, tmp_, hidden_;
+  std::unique_ptr<GraphRunner> graph_;  // a graph model's segments run here
 };
 
 // BLAS threads for this process (OpenBLAS); 1 keeps stages from fighting over cores.

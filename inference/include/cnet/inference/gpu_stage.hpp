@@ -108,7 +108,7 @@ struct ComputeDevice {
   bool gpu = false;
   int cuda_device = 0;
 };
-std::unique_ptr<StageCompute> open_stage(const ComputeDevice& where, const SafetensorsFile& weights, const ModelSpec& model,
+std::unique_ptr<StageCompute> open_stage(const ComputeDevice& where, const SafetensorsFile* weights, const ModelSpec& model,
                                          unsigned stage_index, const StageRange& stage, std::size_t micro_batch);
 
 }  // namespace cnet::inference

@@ -10,14 +10,17 @@
 // the layer and tensor that is wrong, before any rank computes.
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "cnet/inference/graph.hpp"
 #include "cnet/inference/safetensors.hpp"
 
 namespace cnet::inference {
 
-enum class LayerKind { linear, relu, gelu, softmax, layernorm, residual_mlp };
+// graph_segment: one segment of an operator graph (an ONNX model), see graph.hpp.
+enum class LayerKind { linear, relu, gelu, softmax, layernorm, residual_mlp, graph_segment };
 
 struct LayerSpec {
   LayerKind kind = LayerKind::linear;
@@ -27,17 +30,31 @@ struct LayerSpec {
   std::string fc1_weight, fc1_bias, fc2_weight, fc2_bias;
   LayerKind activation = LayerKind::gelu;  // residual_mlp
   float eps = 1e-5f;
+  std::size_t segment = 0;       // graph_segment: its index in the graph
+  double flops = 0;              // graph_segment: per row
+  std::string text;              // graph_segment: what it holds, for messages
   double cost() const;  // estimated work per row (flops), for balancing stages
   std::string describe() const;  // "linear 4096->4096"
 };
 
 struct ModelSpec {
   std::vector<LayerSpec> layers;
+  std::shared_ptr<const Graph> graph;  // an operator graph's model: its layers are the graph's segments
   std::size_t input_width() const { return layers.front().in; }
   std::size_t output_width() const { return layers.back().out; }
 };
 
 ModelSpec load_model(const SafetensorsFile& weights);  // throws FormatError
+
+// A model file as cnet-run takes it: an ONNX file (by its .onnx name), whose graph holds its own weights,
+// or a safetensors file with its layer list. Throws FormatError naming what is wrong.
+struct LoadedModel {
+  std::unique_ptr<SafetensorsFile> weights;  // the layer list's; null for a graph
+  ModelSpec spec;
+};
+LoadedModel open_model(const std::string& path);
+// An ONNX model's graph as segments: the layers of its ModelSpec.
+ModelSpec graph_model(std::shared_ptr<const Graph> graph);
 
 // What `cnet-run make-model` writes: `layers` residual MLP blocks of width `hidden` (fc1 to 4*hidden,
 // GELU), with a LayerNorm and a linear head of width `outputs`, weights drawn from a fixed seed.

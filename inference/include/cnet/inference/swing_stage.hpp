@@ -17,7 +17,7 @@ namespace cnet::inference {
 class SwingStage : public StageCompute {
  public:
   // `before`, `after`: how the cuts before and after this stage may move ({} where there is none).
-  SwingStage(const SafetensorsFile& weights, const ModelSpec& model, const std::vector<StageRange>& stages, std::size_t stage,
+  SwingStage(const SafetensorsFile* weights, const ModelSpec& model, const std::vector<StageRange>& stages, std::size_t stage,
              CutSwing before, CutSwing after);
 
   const CutSwing& before() const { return before_; }

@@ -1,0 +1,222 @@
+#include "cnet/inference/onnx_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "cnet/inference/forward.hpp"
+#include "cnet/inference/model.hpp"
+#include "cnet/inference/schedule.hpp"
+#include "onnx_builder.hpp"
+#include "test_files.hpp"
+
+using namespace cnet::inference;
+using cnet::inference::test::OnnxBuilder;
+
+namespace {
+
+std::vector<float> draws(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> d(0.0f, 0.5f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(gen);
+  return v;
+}
+
+// x [N,2,4,4] -> Conv 3x3 pad 1 -> Relu -> Conv 1x1 -> Add x -> Relu -> GlobalAveragePool -> Flatten -> Gemm [N,3]:
+// a ResNet basic block and head in miniature.
+struct ResidualBlock {
+  std::vector<float> w1 = draws(2 * 2 * 3 * 3, 1), b1 = draws(2, 2), w2 = draws(2 * 2, 3), fc = draws(3 * 2, 4), fcb = draws(3, 5);
+  OnnxBuilder model() const {
+    OnnxBuilder b;
+    b.input("x", {0, 2, 4, 4}).output("y", {0, 3});
+    b.weight("w1", {2, 2, 3, 3}, w1);
+    b.weight("b1", {2}, b1);
+    b.weight("w2", {2, 2, 1, 1}, w2);
+    b.weight("fc", {3, 2}, fc);
+    b.weight("fcb", {3}, fcb);
+    auto& c1 = b.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1");
+    OnnxBuilder::ints(c1, "pads", {1, 1, 1, 1});
+    OnnxBuilder::ints(c1, "kernel_shape", {3, 3});
+    b.node("Relu", {"c1"}, {"r1"});
+    b.node("Conv", {"r1", "w2"}, {"c2"}, "conv2");
+    b.node("Add", {"c2", "x"}, {"a"});
+    b.node("Relu", {"a"}, {"r2"});
+    b.node("GlobalAveragePool", {"r2"}, {"p"});
+    b.node("Flatten", {"p"}, {"f"});
+    auto& g = b.node("Gemm", {"f", "fc", "fcb"}, {"y"}, "fc");
+    OnnxBuilder::integer(g, "transB", 1);
+    return b;
+  }
+  // The same block in plain loops, in double.
+  std::vector<double> expected(const std::vector<float>& x, int n) const {
+    std::vector<double> out;
+    for (int s = 0; s < n; ++s) {
+      const float* img = x.data() + s * 32;
+      double r1[2][4][4], pooled[2];
+      for (int m = 0; m < 2; ++m)
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < 4; ++j) {
+            double acc = b1[m];
+            for (int c = 0; c < 2; ++c)
+              for (int u = 0; u < 3; ++u)
+                for (int v = 0; v < 3; ++v) {
+                  int ii = i + u - 1, jj = j + v - 1;
+                  if (ii >= 0 && ii < 4 && jj >= 0 && jj < 4) acc += w1[((m * 2 + c) * 3 + u) * 3 + v] * img[(c * 4 + ii) * 4 + jj];
+                }
+            r1[m][i][j] = std::max(acc, 0.0);
+          }
+      for (int m = 0; m < 2; ++m) {
+        double sum = 0;
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < 4; ++j) sum += std::max(w2[m * 2] * r1[0][i][j] + w2[m * 2 + 1] * r1[1][i][j] + img[(m * 4 + i) * 4 + j], 0.0);
+        pooled[m] = sum / 16;
+      }
+      for (int k = 0; k < 3; ++k) out.push_back(fcb[k] + fc[k * 2] * pooled[0] + fc[k * 2 + 1] * pooled[1]);
+    }
+    return out;
+  }
+};
+
+class Onnx : public cnet::inference::test::ScratchDir {
+ protected:
+  std::string error_of(const std::string& path) {
+    try {
+      open_model(path);
+    } catch (const FormatError& e) {
+      return e.what();
+    }
+    return "";
+  }
+};
+
+}  // namespace
+
+TEST_F(Onnx, AResidualBlockComputesWhatItsLoopsDo) {
+  ResidualBlock block;
+  LoadedModel m = open_model(block.model().save(path("block.onnx")));
+  ASSERT_TRUE(m.spec.graph);
+  EXPECT_EQ(m.spec.input_width(), 32u);
+  EXPECT_EQ(m.spec.output_width(), 3u);
+  // Cuts only where one tensor crosses: not inside the block, where the input waits for the Add.
+  ASSERT_EQ(m.spec.layers.size(), 5u);
+  EXPECT_EQ(m.spec.layers[0].text, "nodes 0-3 (Conv,Relu,Add) [2,4,4]->[2,4,4]");
+  EXPECT_GT(m.spec.layers[0].cost(), m.spec.layers[4].cost());
+
+  auto x = draws(3 * 32, 9);
+  std::vector<float> y;
+  StageForward(nullptr, m.spec, 0, m.spec.layers.size()).forward(x, 3, y);
+  auto want = block.expected(x, 3);
+  ASSERT_EQ(y.size(), want.size());
+  for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], want[i], 1e-5 * (1 + std::abs(want[i]))) << i;
+
+  // Two stages give the same bits as one: a cut changes where an operator runs, not what it computes.
+  std::vector<float> mid, split;
+  StageForward(nullptr, m.spec, 0, 2).forward(x, 3, mid);
+  StageForward(nullptr, m.spec, 2, m.spec.layers.size()).forward(mid, 3, split);
+  EXPECT_EQ(split, y);
+}
+
+TEST_F(Onnx, AnUnsupportedOperatorIsNamedWithTheSupportedList) {
+  OnnxBuilder b;
+  b.input("x", {0, 4}).output("y", {0, 4});
+  b.node("Relu", {"x"}, {"r"});
+  b.node("Hardmax", {"r"}, {"y"}, "the_hardmax");
+  std::string err = error_of(b.save(path("m.onnx")));
+  EXPECT_NE(err.find("uses operators cnet does not run: Hardmax (first at node 'the_hardmax' (Hardmax))"), std::string::npos) << err;
+  EXPECT_NE(err.find("supported: "), std::string::npos) << err;
+  EXPECT_NE(err.find("Conv"), std::string::npos) << err;
+}
+
+TEST_F(Onnx, ATruncatedFileIsNamed) {
+  std::string whole = ResidualBlock().model().bytes();
+  std::ofstream(path("cut.onnx"), std::ios::binary) << whole.substr(0, whole.size() / 2);
+  std::string err = error_of(path("cut.onnx"));
+  EXPECT_NE(err.find("cut.onnx: is not a complete ONNX model (truncated or damaged)"), std::string::npos) << err;
+  std::ofstream(path("empty.onnx"), std::ios::binary) << "";
+  EXPECT_NE(error_of(path("empty.onnx")).find("holds no graph"), std::string::npos);
+  EXPECT_NE(error_of(path("missing.onnx")).find("no such file"), std::string::npos);
+}
+
+TEST_F(Onnx, MissingOrShortExternalDataIsNamed) {
+  OnnxBuilder b;
+  b.input("x", {0, 2}).output("y", {0, 2});
+  auto& w = b.weight("w", {2, 2}, {1, 2, 3, 4});
+  w.clear_raw_data();
+  w.set_data_location(onnx::TensorProto_DataLocation_EXTERNAL);
+  auto* loc = w.add_external_data();
+  loc->set_key("location");
+  loc->set_value("weights.bin");
+  b.node("MatMul", {"x", "w"}, {"y"});
+  b.save(path("ext.onnx"));
+  std::string err = error_of(path("ext.onnx"));
+  EXPECT_NE(err.find("tensor 'w': its external data file"), std::string::npos) << err;
+  EXPECT_NE(err.find("weights.bin is missing"), std::string::npos) << err;
+  std::ofstream(path("weights.bin"), std::ios::binary) << std::string(4, '\0');
+  auto* len = w.add_external_data();
+  len->set_key("length");
+  len->set_value("16");
+  b.save(path("ext.onnx"));
+  err = error_of(path("ext.onnx"));
+  EXPECT_NE(err.find("holds 4 bytes, the tensor needs 16 (truncated"), std::string::npos) << err;
+  float values[4] = {1, 2, 3, 4};
+  std::ofstream(path("weights.bin"), std::ios::binary).write(reinterpret_cast<const char*>(values), 16);
+  EXPECT_EQ(error_of(path("ext.onnx")), "") << "with the data beside it the model loads";
+}
+
+TEST_F(Onnx, AnOpsetOutsideTheSupportedRangeIsRefused) {
+  OnnxBuilder b(11);
+  b.input("x", {0, 4}).output("y", {0, 4});
+  b.node("Relu", {"x"}, {"y"});
+  std::string err = error_of(b.save(path("old.onnx")));
+  EXPECT_NE(err.find("opset 11 is not supported (cnet runs opsets 13 to 17); re-export with opset_version=17"), std::string::npos) << err;
+}
+
+TEST_F(Onnx, ADynamicDimensionOtherThanTheBatchIsNamed) {
+  OnnxBuilder b;
+  b.input("x", {0, -1}, "width").output("y", {0, -1});
+  b.node("Relu", {"x"}, {"y"});
+  std::string err = error_of(b.save(path("dyn.onnx")));
+  EXPECT_NE(err.find("tensor 'x' (the model's input) has a dynamic dimension 1 ('width') other than the batch"), std::string::npos) << err;
+}
+
+TEST_F(Onnx, StagesAreOnlyWhereOneTensorCrosses) {
+  // Two branches from the input meet at the end: no place inside where one tensor crosses.
+  OnnxBuilder b;
+  b.input("x", {0, 4}).output("y", {0, 4});
+  b.node("Relu", {"x"}, {"a"});
+  b.node("Sigmoid", {"x"}, {"s"});
+  b.node("Mul", {"a", "s"}, {"y"});
+  LoadedModel m = open_model(b.save(path("branches.onnx")));
+  EXPECT_EQ(m.spec.layers.size(), 1u);
+  try {
+    balance_stages(m.spec, 2);
+    FAIL() << "two stages of a graph with one part";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("2 stages asked, but the graph has 1 part(s) between places where exactly one tensor crosses"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(Onnx, BroadcastingAndMatMulAgainstConstants) {
+  // [N,3,2] x [2,4] + [4] -> Softmax: the shape of a transformer's projection and attention weights.
+  OnnxBuilder b;
+  b.input("x", {0, 3, 2}).output("y", {0, 3, 4});
+  b.weight("w", {2, 4}, {1, 0, -1, 2, 0.5f, 1, 0, -2});
+  b.weight("bias", {4}, {0.1f, 0.2f, 0.3f, 0.4f});
+  b.node("MatMul", {"x", "w"}, {"m"});
+  b.node("Add", {"m", "bias"}, {"a"});
+  b.node("Softmax", {"a"}, {"y"});
+  LoadedModel m = open_model(b.save(path("mm.onnx")));
+  std::vector<float> x = {1, 2, 3, 4, 5, 6, -1, -2, -3, -4, -5, -6}, y;
+  StageForward(nullptr, m.spec, 0, m.spec.layers.size()).forward(x, 2, y);
+  ASSERT_EQ(y.size(), 24u);
+  const float w[2][4] = {{1, 0, -1, 2}, {0.5f, 1, 0, -2}}, bias[4] = {0.1f, 0.2f, 0.3f, 0.4f};
+  for (int row = 0; row < 6; ++row) {
+    double e[4], sum = 0;
+    for (int j = 0; j < 4; ++j) sum += e[j] = std::exp(x[row * 2] * w[0][j] + x[row * 2 + 1] * w[1][j] + bias[j]);
+    for (int j = 0; j < 4; ++j) EXPECT_NEAR(y[row * 4 + j], e[j] / sum, 1e-6) << row << "," << j;
+  }
+}
