@@ -15,6 +15,8 @@ packages=(
   libboost-program-options-dev nlohmann-json3-dev libopenblas-dev libssl-dev
   # ONNX models (protobuf, checker, shape inference)
   libonnx-dev libprotobuf-dev
+  # images for vision models
+  libjpeg62-turbo-dev libpng-dev
   # tests and benchmarks (Open MPI is the peer for collective benchmarks); clang's libFuzzer for contrib/fuzz.sh
   libgtest-dev libgmock-dev libbenchmark-dev openmpi-bin libopenmpi-dev clang libclang-rt-14-dev
   # cnet-launch's integration test: torch.distributed (CPU, gloo) for /usr/bin/python3

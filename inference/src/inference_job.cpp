@@ -3,17 +3,24 @@
 #include <cstdio>
 #include <optional>
 
+#include "cnet/common/text.hpp"
+#include "cnet/inference/predictions.hpp"
 #include "job.hpp"
 
 namespace cnet::inference {
 
 int gpu_for_task(unsigned local_rank) { return cuda_device_for_task(CudaStageModule::load().device_count(), local_rank); }
 
+std::string InferenceOptions::tensor_output() const {
+  if (!writes_predictions(output)) return output;
+  return output_tensor.empty() ? output + ".logits.safetensors" : output_tensor;
+}
+
 SingleProcessResult run_single_process(const std::string& model_path, const std::string& input_path, std::size_t micro_batch,
-                                       int gpu_device) {
+                                       int gpu_device, const InputOptions& inputs) {
   LoadedModel loaded = open_model(model_path);
   const ModelSpec& model = loaded.spec;
-  InputRows input = open_input(input_path, model.input_width());
+  InputRows input = open_input(input_path, model, inputs);
   StageRange whole{0, model.layers.size(), 0};
   auto forward = open_stage(ComputeDevice{gpu_device >= 0, gpu_device}, loaded.weights.get(), model, 0, whole, micro_batch);
   SingleProcessResult r;
@@ -40,13 +47,26 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
 
   Job job;
   std::unique_ptr<OutputSink> sink;
+  PredictionOptions predictions{o.top_k, {}};
   try {
     job = prepare_job(o, me);
+  } catch (const std::exception& e) {
+    return fail(kBadInput, e.what());
+  }
+  if (o.inputs.skip_bad && names_images(o.input)) {  // the ranks that decoded say which images they left out
+    auto lists = boot.allgather_text("cnet.run.skipped", common::join(job.input.skipped, "\n"));
+    if (job.input.data.empty()) {
+      drop_skipped(job.input, common::split(lists.at(0), '\n'));
+      job.all = micro_batches(job.input.rows, o.micro_batch);
+    }
+  }
+  try {
     if (me.rank == job.layout.writer()) {
       refuse_output_over_inputs(o);
       refuse_trace_over_job_files(o);
-      std::string identity = file_identity(o.model) + " " + file_identity(o.input) + " micro-batch " + std::to_string(o.micro_batch);
-      sink = std::make_unique<OutputSink>(o.label(), o.output, job.input.rows, job.model.output_width(), identity, job.all.size(), resuming(o));
+      if (!o.labels.empty()) predictions.labels = read_labels(o.labels, job.model.output_width());
+      std::string identity = file_identity(o.model) + " " + input_identity(o, job.input) + " micro-batch " + std::to_string(o.micro_batch);
+      sink = std::make_unique<OutputSink>(o.label(), o.tensor_output(), job.input.rows, job.model.output_width(), identity, job.all.size(), resuming(o));
     }
   } catch (const std::exception& e) {
     return fail(kBadInput, e.what());
@@ -101,6 +121,13 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
   sink.reset();
   if (!o.trace.empty()) write_trace(o, trace);
   int code = o.verify ? verify_output(o, job, summary["rows_per_second"].get<double>(), todo.size() == job.all.size(), me.size, summary) : kOk;
+  if (writes_predictions(o.output)) {
+    try {
+      write_predictions_of_run(o, job, predictions, summary);
+    } catch (const std::exception& e) {
+      return fail(kStageFailure, e.what());
+    }
+  }
   if (o.json) std::printf("%s\n", summary.dump(2).c_str());
   return code;
 }

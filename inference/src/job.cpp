@@ -12,7 +12,11 @@ using common::same_file;
 
 // What the job reads, as an error names it.
 std::vector<std::pair<std::string, std::string>> job_inputs(const InferenceOptions& o) {
-  return {{"--model", o.model}, {"--input", o.input}, {"the model's layer list", std::filesystem::path(o.model).replace_extension(".layers.json").string()}};
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"--model", o.model}, {"the model's layer list", std::filesystem::path(o.model).replace_extension(".layers.json").string()}};
+  if (!names_images(o.input)) files.push_back({"--input", o.input});
+  if (!o.labels.empty()) files.push_back({"--labels", o.labels});
+  return files;
 }
 
 }  // namespace
@@ -20,7 +24,8 @@ std::vector<std::pair<std::string, std::string>> job_inputs(const InferenceOptio
 // An output that is one of the job's inputs would be destroyed while it is read (truncated under its
 // mapping): refused, also when it is the same file under another name or a link.
 void refuse_output_over_inputs(const InferenceOptions& o) {
-  for (const std::string& out : {o.output, o.output + ".partial", o.output + ".progress"})
+  const std::string tensor = o.tensor_output();
+  for (const std::string& out : {o.output, tensor, tensor + ".partial", tensor + ".progress"})
     for (const auto& [flag, in] : job_inputs(o))
       if (same_file(out, in))
         throw FormatError("--output " + o.output + ": " + out + " is the same file as " + flag + " " + in +
@@ -38,34 +43,17 @@ void refuse_trace_over_job_files(const InferenceOptions& o) {
   if (!fs::is_directory(trace.parent_path()))
     throw FormatError("--trace " + o.trace + ": folder " + trace.parent_path().string() + " does not exist (create it first)");
   auto files = job_inputs(o);
-  files.insert(files.end(), {{"--output", o.output}, {"the output's partial file", o.output + ".partial"}, {"the output's progress file", o.output + ".progress"}});
+  files.insert(files.end(), {{"--output", o.output}, {"the output tensor", o.tensor_output()}, {"the output's partial file", o.tensor_output() + ".partial"},
+                             {"the output's progress file", o.tensor_output() + ".progress"}});
   for (const auto& [flag, path] : files)
     if (same_file(o.trace, path))
       throw FormatError("--trace " + o.trace + " is the same file as " + flag + " " + path + "; writing it would destroy it: choose another trace file");
 }
 
 
-InputRows open_input(const std::string& path, std::size_t width) {
-  InputRows in;
-  in.file = std::make_unique<SafetensorsFile>(path);
-  std::string name = "input";
-  if (!in.file->tensors().count(name)) {
-    if (in.file->tensors().size() != 1)
-      throw FormatError(path + ": needs a tensor named 'input' of shape [rows, " + std::to_string(width) + "]");
-    name = in.file->tensors().begin()->first;
-  }
-  const TensorInfo& t = in.file->tensor(name);
-  if (t.shape.size() != 2 || t.shape[1] != width)
-    throw FormatError(path + ": tensor '" + name + "' has shape " + nlohmann::json(t.shape).dump() + ", but the model's first layer takes rows of width " +
-                      std::to_string(width) + " ([rows, " + std::to_string(width) + "])");
-  in.data = in.file->floats(name, in.storage);
-  in.rows = t.shape[0];
-  return in;
-}
-
 bool resuming(const InferenceOptions& o) {
   using R = InferenceOptions::Resume;
-  return o.resume == R::yes || (o.resume == R::automatic && std::filesystem::exists(o.output + ".progress"));
+  return o.resume == R::yes || (o.resume == R::automatic && std::filesystem::exists(o.tensor_output() + ".progress"));
 }
 
 Job prepare_job(const InferenceOptions& o, const transport::Placement& me) {
@@ -77,8 +65,10 @@ Job prepare_job(const InferenceOptions& o, const transport::Placement& me) {
   job.model = std::move(loaded.spec);
   job.stages = o.stage_layers.empty() ? balance_stages(job.model, job.layout.stages)
                                       : split_stages(job.model, o.stage_layers, job.layout.stages);
-  job.input = open_input(o.input, job.model.input_width());
   const unsigned stage = job.layout.stage_of(rank);
+  // Images are decoded once, where rows are read: the first stage's ranks (and the data-parallel
+  // dispatcher, rank 0, which is one of them).
+  job.input = open_input(o.input, job.model, o.inputs, stage == 0);
   if (stage_on_gpu(o.stage_devices, stage, job.layout.stages)) job.gpu = gpu_for_task(me.local_rank);
   const bool cpu_pipeline = o.swing_cuts && job.layout.stages > 1 && !any_gpu(o.stage_devices);
   job.cuts = cpu_pipeline ? plan_cut_swings(job.model, job.stages) : std::vector<CutSwing>(job.layout.stages - 1);

@@ -18,6 +18,7 @@
 #include "cnet/inference/gpu_stage.hpp"
 #include "cnet/inference/inference_job.hpp"
 #include "cnet/inference/output_sink.hpp"
+#include "cnet/inference/predictions.hpp"
 #include "cnet/inference/safetensors.hpp"
 #include "cnet/inference/schedule.hpp"
 #include "cnet/inference/swing_stage.hpp"
@@ -36,12 +37,20 @@ inline std::uint32_t output_tag(std::uint32_t mb) { return 2 * mb + 1; }
 struct InputRows {
   std::unique_ptr<SafetensorsFile> file;
   std::vector<float> storage;
-  std::span<const float> data;
+  std::span<const float> data;  // empty where the rows were not decoded (images, on a later stage)
   std::size_t rows = 0;
+  std::vector<std::string> names;    // the images, one per row, in order; empty for a tensor
+  std::vector<std::string> skipped;  // images left out (--skip-bad-inputs), with why
 };
 
-// The input is one 2-D tensor [rows, width]: named "input", or the file's only tensor.
-InputRows open_input(const std::string& path, std::size_t width);
+// The input is one 2-D tensor [rows, width]: named "input", or the file's only tensor; or a folder (or
+// list file) of images for a model whose input is [3, crop, crop], decoded when `decode` (the ranks that
+// read the rows), else only listed.
+InputRows open_input(const std::string& path, const ModelSpec& model, const InputOptions& options, bool decode = true);
+// Leaves out the images another rank found bad (they were listed here, not decoded).
+void drop_skipped(InputRows& input, const std::vector<std::string>& skipped);
+// What a resumed run must find unchanged: the input file, or every image and the preprocessing.
+std::string input_identity(const InferenceOptions& o, const InputRows& input);
 
 // Everything a rank needs before it computes, checked before any rank computes or the writer touches
 // the output: the layout, the model and this rank's stage of it, the input.
@@ -128,6 +137,10 @@ nlohmann::json summarize_run(const InferenceOptions& o, const Job& job, OutputSi
 // on the GPU the writer used when the stages ran on GPUs (bit-identical expected on the same GPU model),
 // and then also against the CPU, whose error is reported and held to --verify-tolerance when one is set.
 int verify_output(const InferenceOptions& o, const Job& job, double rate, bool whole_run, std::uint32_t ranks, nlohmann::json& summary);
+
+// --output FILE.jsonl/.csv: the predictions from the complete output tensor, the images it left out in
+// the summary; the tensor goes once they are written unless --output-tensor keeps it.
+void write_predictions_of_run(const InferenceOptions& o, const Job& job, const PredictionOptions& predictions, nlohmann::json& summary);
 
 // The trace is extra: the output is complete whether or not it can be written.
 void write_trace(const InferenceOptions& o, const std::vector<RankTrace>& ranks);

@@ -1,6 +1,8 @@
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <set>
 
 #include "cnet/common/files.hpp"
@@ -197,8 +199,8 @@ int verify_output(const InferenceOptions& o, const Job& job, double rate, bool w
     // A job mixing CPU and GPU stages matches neither exactly: it is compared with the CPU, within
     // --verify-tolerance (which cnet-run requires for it).
     const int reference = mixed_devices(o.stage_devices) ? -1 : job.gpu;
-    auto single = run_single_process(o.model, o.input, o.micro_batch, reference);
-    SafetensorsFile produced(o.output);
+    auto single = run_single_process(o.model, o.input, o.micro_batch, reference, o.inputs);
+    SafetensorsFile produced(o.tensor_output());
     std::vector<float> storage;
     auto written = produced.floats("output", storage);
     Verdict v = compare(written, single.output, job.model.output_width());
@@ -219,7 +221,7 @@ int verify_output(const InferenceOptions& o, const Job& job, double rate, bool w
                          {"max_rel_error", v.max_rel}, {"single_process_rows_per_second", single_rate},
                          {"single_process_seconds", single.seconds}};
     if (reference >= 0) {
-      auto cpu = run_single_process(o.model, o.input, o.micro_batch);
+      auto cpu = run_single_process(o.model, o.input, o.micro_batch, -1, o.inputs);
       Verdict c = compare(written, cpu.output, job.model.output_width());
       double cpu_rate = static_cast<double>(job.input.rows) / std::max(cpu.seconds, 1e-9);
       bool within = o.verify_tolerance == 0 || c.max_rel <= o.verify_tolerance;
@@ -234,6 +236,25 @@ int verify_output(const InferenceOptions& o, const Job& job, double rate, bool w
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: verify failed: %s\n", o.label().c_str(), e.what());
     return kVerifyMismatch;
+  }
+}
+
+void write_predictions_of_run(const InferenceOptions& o, const Job& job, const PredictionOptions& predictions, nlohmann::json& summary) {
+  const std::string tensor = o.tensor_output();
+  std::vector<float> storage;
+  SafetensorsFile logits(tensor);
+  auto rows = logits.floats("output", storage);
+  write_predictions(o.output, rows, job.model.output_width(), job.input.names, predictions);
+  for (const auto& why : job.input.skipped) std::fprintf(stderr, "%s: left out (--skip-bad-inputs): %s\n", o.label().c_str(), why.c_str());
+  std::fprintf(stderr, "%s: predictions: %zu %s, top %zu each -> %s%s\n", o.label().c_str(), job.input.rows,
+               job.input.names.empty() ? "rows" : "images", std::min(predictions.top_k, job.model.output_width()), o.output.c_str(),
+               o.output_tensor.empty() ? "" : (" (output tensor: " + o.output_tensor + ")").c_str());
+  summary["predictions"] = o.output;
+  summary["skipped_inputs"] = job.input.skipped;
+  if (o.output_tensor.empty()) {  // the tensor and its progress go together: a rerun starts afresh
+    std::error_code ec;
+    std::filesystem::remove(tensor, ec);
+    std::filesystem::remove(tensor + ".progress", ec);
   }
 }
 

@@ -105,6 +105,17 @@ void ProgressLog::sync() {
   if (::fsync(fd_) != 0) throw std::runtime_error("cannot sync " + path_ + ": " + std::strerror(errno));
 }
 
+std::string text_identity(const std::string& text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr) != 1) throw std::runtime_error("cannot compute SHA-256 (OpenSSL)");
+  std::ostringstream s;
+  s << "sha256:" << std::hex << std::setfill('0');
+  for (unsigned int i = 0; i < length; ++i) s << std::setw(2) << static_cast<unsigned>(digest[i]);
+  s << "-" << std::dec << text.size();
+  return s.str();
+}
+
 std::string file_identity(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));

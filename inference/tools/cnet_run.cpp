@@ -18,6 +18,7 @@
 #include "cnet/inference/gpu_stage.hpp"
 #include "cnet/inference/inference_job.hpp"
 #include "cnet/inference/model.hpp"
+#include "cnet/inference/predictions.hpp"
 #include "cnet/transport/bootstrap.hpp"
 #include "cnet/transport/local_launcher.hpp"
 
@@ -30,6 +31,7 @@ constexpr const char* kUsage =
     "usage: cnet-run [run options]            (under srun --mpi=pmix, or with --local N)\n"
     "       cnet-run make-model --output FILE [--layers N --hidden N --outputs N --dtype F32|F16|BF16 --seed N]\n"
     "       cnet-run make-input --output FILE --rows N (--width N | --model FILE) [--seed N]\n"
+    "       cnet-run make-input --output FILE --images DIR [--resize N --crop N --mean R,G,B --std R,G,B]\n"
     "exit: 0 ok, 1 --verify found a difference, 2 bad arguments or input, 3 a stage failed\n";
 
 int bad_arguments(const std::string& what, const po::options_description& opts) {
@@ -39,7 +41,8 @@ int bad_arguments(const std::string& what, const po::options_description& opts) 
 
 int make_files(const std::string& command, int argc, char** argv) {
   ExampleModel m;
-  std::string output, model;
+  std::string output, model, images, mean = "0.485,0.456,0.406", std_dev = "0.229,0.224,0.225";
+  ImagePreprocess pre;
   std::size_t rows = 0, width = 0;
   unsigned seed = 1;
   po::options_description opts("cnet-run " + command);
@@ -52,8 +55,13 @@ int make_files(const std::string& command, int argc, char** argv) {
         ("outputs", po::value(&m.outputs)->default_value(0), "width of the head (0: hidden)")
         ("dtype", po::value(&m.dtype)->default_value(m.dtype), "weights' dtype: F32, F16 or BF16");
   else
-    opts.add_options()("rows", po::value(&rows)->required(), "rows in the input")("width", po::value(&width), "row width")
-        ("model", po::value(&model), "take the width from this model");
+    opts.add_options()("rows", po::value(&rows), "rows in the input (random values)")("width", po::value(&width), "row width")
+        ("model", po::value(&model), "take the width from this model")
+        ("images", po::value(&images), "instead: these images (a folder or a .txt list), preprocessed as cnet-run does, one row each")
+        ("resize", po::value(&pre.resize)->default_value(pre.resize), "images: shorter side resized to this")
+        ("crop", po::value(&pre.crop)->default_value(pre.crop), "images: centre crop")
+        ("mean", po::value(&mean)->default_value(mean), "images: per-channel mean (R,G,B)")
+        ("std", po::value(&std_dev)->default_value(std_dev), "images: per-channel standard deviation (R,G,B)");
   try {
     po::variables_map vm;
     po::store(po::parse_command_line(argc, argv, opts), vm);
@@ -72,7 +80,17 @@ int make_files(const std::string& command, int argc, char** argv) {
       if (!model.empty()) {
         width = open_model(model).spec.input_width();
       }
-      if (width == 0 || rows == 0) throw po::error("make-input needs --rows and a --width (or --model) above 0");
+      if (!images.empty()) {
+        if (pre.crop == 0 || pre.crop > pre.resize || pre.resize > 8192) throw po::error("--crop must be 1 to --resize, --resize at most 8192");
+        try {
+          pre.mean = parse_channel_triple(mean, "--mean", false);
+          pre.std = parse_channel_triple(std_dev, "--std", true);
+        } catch (const std::invalid_argument& e) {
+          throw po::error(e.what());
+        }
+      } else if (width == 0 || rows == 0) {
+        throw po::error("make-input needs --rows and a --width (or --model) above 0, or --images");
+      }
     }
   } catch (const po::error& e) {
     return bad_arguments(e.what(), opts);
@@ -88,6 +106,7 @@ int make_files(const std::string& command, int argc, char** argv) {
     const std::string partial = output + ".partial-" + std::to_string(getpid());
     try {
       if (command == "make-model") write_example_model(partial, m);
+      else if (!images.empty()) write_image_input(partial, list_images(images), pre);
       else write_example_input(partial, rows, width, seed);
       if (std::rename(partial.c_str(), output.c_str()) != 0) throw std::runtime_error("cannot rename " + partial + " to " + output + ": " + std::strerror(errno));
     } catch (...) {
@@ -113,12 +132,21 @@ int main(int argc, char** argv) {
   std::string scheme = "pipeline";
   unsigned local = 0, timeout_s = 120, gpus_per_stage = 0;
   std::string peer_failure = "on", resume, stage_devices, stage_layers, stage_flag;  // stage_flag: as given, for messages
+  std::string mean = "0.485,0.456,0.406", std_dev = "0.229,0.224,0.225";
   po::options_description opts("cnet-run options");
   opts.add_options()("help,h", "show this help")("version", "print the version")
       ("name", po::value(&o.name), "job name: every line says cnet-run NAME, and the --json summary names it")
-      ("model", po::value(&o.model)->required(), "model weights with its layer list (safetensors)")
-      ("input", po::value(&o.input)->required(), "input rows: a tensor 'input' [rows, width] (safetensors)")
-      ("output", po::value(&o.output)->required(), "output file (safetensors); OUTPUT.progress records what is done")
+      ("model", po::value(&o.model)->required(), "an ONNX model (MODEL.onnx), or weights with their layer list (safetensors)")
+      ("input", po::value(&o.input)->required(), "a folder of JPEG/PNG images (or a .txt list of them), or input rows: a tensor 'input' [rows, width] (safetensors)")
+      ("output", po::value(&o.output)->required(), "predictions (FILE.jsonl or FILE.csv: top-k classes per input), or the output tensor (FILE.safetensors); its .progress file records what is done")
+      ("output-tensor", po::value(&o.output_tensor), "with predictions as --output: keep the raw output tensor (logits) here too (safetensors)")
+      ("top-k", po::value(&o.top_k)->default_value(o.top_k), "classes per input in the predictions")
+      ("labels", po::value(&o.labels), "class names, one per line in class order (e.g. ImageNet's 1000), for the predictions")
+      ("resize", po::value(&o.inputs.images.resize)->default_value(o.inputs.images.resize), "images: the shorter side is resized to this (bilinear)")
+      ("crop", po::value(&o.inputs.images.crop)->default_value(o.inputs.images.crop), "images: then a centre crop of this size (the model's input size)")
+      ("mean", po::value(&mean)->default_value(mean), "images: per-channel mean subtracted after scaling to [0, 1] (R,G,B)")
+      ("std", po::value(&std_dev)->default_value(std_dev), "images: per-channel standard deviation divided by (R,G,B)")
+      ("skip-bad-inputs", "leave out files that are not readable images (listed in the summary); by default one stops the job before it computes")
       ("parallel-scheme", po::value(&scheme)->default_value(scheme), "pipeline, data or hybrid (pipeline groups x replicas)")
       ("num-stages", po::value(&o.num_stages)->default_value(0), "pipeline stages (default: every rank is one)")
       ("stage-layers", po::value(&stage_layers), "layers per stage, in order (e.g. 10,6: more on a faster node); default: split by estimated cost")
@@ -173,6 +201,20 @@ int main(int argc, char** argv) {
       }
     }
     if (vm.count("trace") && o.trace.empty()) throw po::error("--trace needs a file name, e.g. --trace trace.json");
+    if (o.inputs.images.crop == 0 || o.inputs.images.resize > 8192 || o.inputs.images.crop > o.inputs.images.resize)
+      throw po::error("--crop must be at least 1 and at most --resize (" + std::to_string(o.inputs.images.resize) + "), and --resize at most 8192");
+    try {
+      o.inputs.images.mean = parse_channel_triple(mean, "--mean", false);
+      o.inputs.images.std = parse_channel_triple(std_dev, "--std", true);
+    } catch (const std::invalid_argument& e) {
+      throw po::error(e.what());
+    }
+    o.inputs.skip_bad = vm.count("skip-bad-inputs") > 0;
+    if (o.top_k == 0 || o.top_k > 100000) throw po::error("--top-k must be between 1 and 100000");
+    if (!writes_predictions(o.output) && (vm.count("output-tensor") || vm.count("labels") || !vm["top-k"].defaulted()))
+      throw po::error("--output-tensor, --labels and --top-k shape predictions: give --output FILE.jsonl or FILE.csv (" + o.output + " is the output tensor itself)");
+    if (vm.count("output-tensor") && (o.output_tensor.empty() || writes_predictions(o.output_tensor)))
+      throw po::error("--output-tensor needs a safetensors file name, e.g. --output-tensor logits.safetensors");
     if (vm.count("local") && (local == 0 || local > 256)) throw po::error("--local takes 1 to 256 ranks");
     if (vm.count("resume")) {
       if (resume != "yes" && resume != "auto") throw po::error("--resume takes no value, or =auto");

@@ -10,16 +10,32 @@
 #include <string>
 #include <vector>
 
+#include "cnet/inference/images.hpp"
 #include "cnet/inference/schedule.hpp"
 #include "cnet/transport/bootstrap.hpp"
 
 namespace cnet::inference {
+
+// How --input is read when it names images (a folder or a list file).
+struct InputOptions {
+  ImagePreprocess images;
+  bool skip_bad = false;  // --skip-bad-inputs: a file that is no image is left out and listed, not fatal
+};
 
 struct InferenceOptions {
   std::string name;  // --name: in progress lines and the summary
   // What every line of the run starts with: "cnet-run" alone, or "cnet-run NAME" with --name.
   std::string label() const { return name.empty() ? "cnet-run" : "cnet-run " + name; }
   std::string model, input, output;
+  InputOptions inputs;
+  // With predictions as the output (.jsonl/.csv): where the raw output tensor goes (empty: a temporary
+  // OUTPUT.logits.safetensors, removed once the predictions are written), the classes per input, the
+  // names of the classes.
+  std::string output_tensor;
+  std::size_t top_k = 5;
+  std::string labels;
+  // Where the output tensor is written, resumed from and verified.
+  std::string tensor_output() const;
   Scheme scheme = Scheme::pipeline;
   unsigned num_stages = 0;  // 0: as the scheme implies
   std::vector<std::size_t> stage_layers;  // layers per stage, in order; empty: balanced by estimated cost
@@ -55,7 +71,8 @@ struct SingleProcessResult {
   std::vector<float> output;
   double seconds = 0;
 };
-SingleProcessResult run_single_process(const std::string& model, const std::string& input, std::size_t micro_batch, int gpu_device = -1);
+SingleProcessResult run_single_process(const std::string& model, const std::string& input, std::size_t micro_batch, int gpu_device = -1,
+                                       const InputOptions& inputs = {});
 
 // The CUDA device a task with this node-local rank uses (of those it sees); throws GpuUnavailable with
 // one line saying why there is none (no CUDA built in, runtime missing, no device).

@@ -37,5 +37,7 @@ class ProgressLog {
 // A file's identity, "sha256:HEX-SIZE" of its whole content (streamed): a resumed run must use the same
 // model and input it started with, byte for byte, or its output would mix old rows and new.
 std::string file_identity(const std::string& path);
+// The same form for text (an identity made of several files').
+std::string text_identity(const std::string& text);
 
 }  // namespace cnet::inference
