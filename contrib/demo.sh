@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The README's main job: build, start a 2-node minicluster (a network namespace per node), run a 2-stage pipeline inference job across
-# it through srun under a cnet resource template, verify it bit for bit against one process, show the
-# result and throughput, and stop the cluster again.
+# The README's main job: build, start a 2-node minicluster (a network namespace per node), run a vision
+# model (ResNet-50, ONNX) over a folder of images as a 2-stage pipeline across it through srun under a
+# cnet resource template, verify it bit for bit against one process, show the predictions and
+# throughput, and stop the cluster again.
 #   --keep               leave the cluster running
 #   --installed          build nothing: use the installed cnet-tools and cnet-slurm-plugins packages
 #                        (/usr/bin and Slurm's plugin folder), as a site checks its install
@@ -72,26 +73,21 @@ echo
 work=$CNET_MINICLUSTER_DIR/demo
 mkdir -p "$work"
 cd "$work"
-echo "$ cnet-run make-model --output model.safetensors --layers 12 --hidden 512"
-"$bin/cnet-run" make-model --output model.safetensors --layers 12 --hidden 512
-echo "$ cnet-run make-input --output inputs.safetensors --rows 2048 --model model.safetensors"
-"$bin/cnet-run" make-input --output inputs.safetensors --rows 2048 --model model.safetensors
+# The source article's demo: a mid-sized vision model split into two stages on two machines, reading a
+# folder of images, checked against one machine. ResNet-50 as torchvision builds it, exported to ONNX
+# with random weights (nothing is downloaded; --weights default or a .pth gives real ones).
+echo "$ contrib/examples/export_onnx.py resnet50 resnet50.onnx"
+[[ -s resnet50.onnx ]] || /usr/bin/python3 "$repo/contrib/examples/export_onnx.py" resnet50 resnet50.onnx
+echo "$ contrib/examples/make_images.py test_images 32      # JPEG and PNG of several sizes"
+rm -rf test_images && /usr/bin/python3 "$repo/contrib/examples/make_images.py" test_images 32
 echo
 echo "$ srun --mpi=pmix -N2 --ntasks-per-node=1 --gres=gpu:1 --cnet-template=infer-small \\"
-echo "       cnet-run --name demo_infer --model model.safetensors --input inputs.safetensors --output out.safetensors \\"
-echo "                --parallel-scheme pipeline --num-stages 2 --micro-batch 16 --verify"
-"$mc" run -- timeout 300 srun --mpi=pmix -N2 --ntasks-per-node=1 --gres=gpu:1 --cnet-template=infer-small \
-  "$bin/cnet-run" --name demo_infer --model model.safetensors --input inputs.safetensors --output out.safetensors \
-  --parallel-scheme pipeline --num-stages 2 --micro-batch 16 --verify
+echo "       cnet-run --name demo_infer --model resnet50.onnx --input test_images --output preds.jsonl \\"
+echo "                --parallel-scheme pipeline --num-stages 2 --micro-batch 4 --verify"
+"$mc" run -- timeout 600 srun --mpi=pmix -N2 --ntasks-per-node=1 --gres=gpu:1 --cnet-template=infer-small \
+  "$bin/cnet-run" --name demo_infer --model resnet50.onnx --input test_images --output preds.jsonl \
+  --parallel-scheme pipeline --num-stages 2 --micro-batch 4 --verify
 echo
-echo "result: $work/out.safetensors (tensor 'output', 2048 rows), first row:"
-/usr/bin/python3 - "$work/out.safetensors" <<'PY'
-import json, struct, sys
-with open(sys.argv[1], "rb") as f:
-    n = struct.unpack("<Q", f.read(8))[0]
-    t = json.loads(f.read(n))["output"]
-    f.seek(8 + n + t["data_offsets"][0])
-    row = struct.unpack(f"<{t['shape'][1]}f", f.read(4 * t["shape"][1]))
-print(f"  shape {t['shape']}, row 0: " + " ".join(f"{v:.4f}" for v in row[:8]) + " ...")
-PY
+echo "result: $work/preds.jsonl (top-5 classes and scores per image, in file-name order), first lines:"
+head -3 preds.jsonl | sed 's/^/  /'
 if ((keep)); then echo "cluster left running: eval \"\$($mc env)\"; '$mc down' stops it"; fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cnet-run through srun on the minicluster: a 2-stage pipeline under a template, verified bit for bit
-# against one process; data parallel over 4 ranks; a stage killed mid-run ends the job within 10 s
+# against one process; an ONNX vision model from a folder of images to predictions; data parallel over 4 ranks; a stage killed mid-run ends the job within 10 s
 # naming the stage and node, and --resume finishes it to the same bytes as an undisturbed run; a stage
 # that hangs is caught by the transport's timeout.
 source "$(dirname "$0")/lib.sh"
@@ -30,6 +30,17 @@ assert [sum(e["ph"] == "X" and e["pid"] == r for e in events) for r in (0, 1)] =
 
 out=$(run -N2 -n4 "$CNET_BIN/cnet-run" --name demo "${args[@]}" --output data.safetensors --parallel-scheme data 2>&1) || fail "data job: $out"
 cmp -s pipe.safetensors data.safetensors || fail "data-parallel output differs from the pipeline's"
+
+# The source article's demo in small: a vision model (resnet18, ONNX, random weights), a folder of images,
+# two stages on two nodes, predictions verified against one process.
+/usr/bin/python3 "$(dirname "$0")/../../contrib/examples/export_onnx.py" resnet18 resnet18.onnx 2>/dev/null || fail "export resnet18"
+/usr/bin/python3 "$(dirname "$0")/../../contrib/examples/make_images.py" images 8
+out=$(run -N2 --ntasks-per-node=1 --cnet-template=infer-small "$CNET_BIN/cnet-run" --name vision --model resnet18.onnx --input images \
+        --output preds.jsonl --num-stages 2 --micro-batch 2 --verify 2>&1) || fail "ONNX pipeline job: $out"
+echo "$out"
+grep -q "stage 1: layers .* on cn2" <<<"$out" || fail "the vision model's stage 1 is not on cn2"
+grep -q "verify: bit-identical to one process" <<<"$out" || fail "the vision model's pipeline is not verified"
+[[ $(grep -c '"file":"img_00[0-7]' preds.jsonl) == 8 ]] || fail "not one prediction per image: $(cat preds.jsonl)"
 
 # Kill stage 1 (on cn2) mid-run.
 make_example "$work" 10 384 8192  # long enough (several s) that the kill lands mid-run

@@ -15,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 run() { "$CNET_BIN/cnet-run" --model "$work/resnet18.onnx" "$@"; }
 
 $py "$repo/contrib/examples/export_onnx.py" resnet18 "$work/resnet18.onnx" --seed 3 2>/dev/null
-$py "$here/make_images.py" "$work/images" 10
+$py "$repo/contrib/examples/make_images.py" "$work/images" 10
 "$CNET_BIN/cnet-run" make-input --images "$work/images" --output "$work/rows.safetensors" 2>/dev/null
 $py "$here/torch_reference.py" preprocess "$work/images" "$work/rows.safetensors" || fail "preprocessing differs from torchvision's"
 $py "$here/torch_reference.py" logits resnet18 3 "$work/rows.safetensors" "$work/torch.npy" 2>/dev/null

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""make_images.py DIR N: N smooth random test images, JPEG and PNG by turns, in several sizes and shapes."""
+"""make_images.py DIR N: N smooth random images, JPEG and PNG by turns, in several sizes, shapes and
+colour modes: a folder for cnet-run --input when no photos are at hand (the demo and the tests use it)."""
 import os
 import sys
 
