@@ -16,6 +16,33 @@ import torch
 import torchvision
 
 
+def build_model(name, weights="none", seed=0):
+    """The torchvision model, in eval mode: random (seeded), torchvision's weights, or a .pth file's."""
+    builder = getattr(torchvision.models, name, None)
+    if builder is None or not callable(builder):
+        sys.exit(f"export_onnx.py: torchvision has no model '{name}' (see torchvision.models.list_models())")
+    torch.manual_seed(seed)
+    if weights == "none":
+        model = builder(weights=None)
+        # torchvision starts some layers at zero (ViT's head): every image would score alike, so such
+        # matrices are drawn at random too.
+        with torch.no_grad():
+            for p in model.parameters():
+                if p.dim() > 1 and torch.count_nonzero(p) == 0:
+                    torch.nn.init.normal_(p, std=0.02)
+    elif weights == "default":
+        model = builder(weights="DEFAULT")
+    else:
+        model = builder(weights=None)
+        state = torch.load(weights, map_location="cpu")
+        for key in ("state_dict", "model"):  # training checkpoints often nest the weights
+            if isinstance(state, dict) and key in state and isinstance(state[key], dict):
+                state = state[key]
+        state = {k.removeprefix("module."): v for k, v in state.items()}  # saved from DataParallel/DDP
+        model.load_state_dict(state)
+    return model.eval()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="a torchvision.models name: resnet18, resnet50, vit_b_16, ...")
@@ -26,27 +53,11 @@ def main():
     p.add_argument("--opset", type=int, default=17, help="ONNX opset (cnet-run runs 13 to 17)")
     a = p.parse_args()
 
-    builder = getattr(torchvision.models, a.model, None)
-    if builder is None or not callable(builder):
-        sys.exit(f"export_onnx.py: torchvision has no model '{a.model}' (see torchvision.models.list_models())")
-    torch.manual_seed(a.seed)
-    if a.weights == "none":
-        model = builder(weights=None)
-    elif a.weights == "default":
-        model = builder(weights="DEFAULT")
-    else:
-        model = builder(weights=None)
-        state = torch.load(a.weights, map_location="cpu")
-        for key in ("state_dict", "model"):  # training checkpoints often nest the weights
-            if isinstance(state, dict) and key in state and isinstance(state[key], dict):
-                state = state[key]
-        state = {k.removeprefix("module."): v for k, v in state.items()}  # saved from DataParallel/DDP
-        model.load_state_dict(state)
-    model.eval()
+    model = build_model(a.model, a.weights, a.seed)
     example = torch.zeros(1, 3, a.image_size, a.image_size)
-    with torch.inference_mode(False), torch.no_grad():
-        torch.onnx.export(model, example, a.output, opset_version=a.opset, input_names=["input"], output_names=["logits"],
-                          dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}}, do_constant_folding=True)
+    # With gradients on: without them PyTorch's attention takes a fused fast path ONNX cannot express.
+    torch.onnx.export(model, example, a.output, opset_version=a.opset, input_names=["input"], output_names=["logits"],
+                      dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}}, do_constant_folding=True)
     print(f"export_onnx.py: wrote {a.output} ({a.model}, weights {a.weights}, opset {a.opset})", file=sys.stderr)
 
 

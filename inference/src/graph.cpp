@@ -8,7 +8,8 @@
 
 namespace cnet::inference {
 
-std::size_t Value::elements() const { return ops::elements(shape); }
+std::size_t Tensor::elements() const { return ops::elements(shape); }
+std::size_t Value::sample_elements() const { return ops::elements(sample_shape); }
 
 std::int64_t Node::attr_i(const std::string& key, std::int64_t fallback) const {
   auto it = attrs.find(key);
@@ -25,11 +26,19 @@ std::vector<std::int64_t> Node::attr_ints(const std::string& key, std::vector<st
 std::string Node::where() const { return "node '" + name + "' (" + op + ")"; }
 
 namespace {
+
 std::string shape_text(const std::vector<std::int64_t>& s) {
   std::string t = "[";
   for (std::size_t i = 0; i < s.size(); ++i) t += (i ? "," : "") + std::to_string(s[i]);
   return t + "]";
 }
+
+// What a load-time run saw of every value: its shape and whether it held integers.
+struct Seen {
+  std::vector<std::vector<std::int64_t>> shape;
+  std::vector<char> integer, made;
+};
+
 }  // namespace
 
 std::string Graph::describe_segment(std::size_t i) const {
@@ -38,20 +47,124 @@ std::string Graph::describe_segment(std::size_t i) const {
   for (std::size_t n = s.first; n < s.last; ++n)
     if (std::find(ops.begin(), ops.end(), nodes[n].op) == ops.end()) ops.push_back(nodes[n].op);
   std::string list;
-  for (const auto& op : ops) list += (list.empty() ? "" : ",") + op;
-  return "nodes " + std::to_string(s.first) + "-" + std::to_string(s.last - 1) + " (" + list + ") " + shape_text(values[s.input].shape) + "->" +
-         shape_text(values[s.output].shape);
+  for (std::size_t k = 0; k < ops.size() && k < 6; ++k) list += (list.empty() ? "" : ",") + ops[k];
+  if (ops.size() > 6) list += ",...";
+  return "nodes " + std::to_string(s.first) + "-" + std::to_string(s.last - 1) + " (" + list + ") " + shape_text(values[s.input].sample_shape) +
+         "->" + shape_text(values[s.output].sample_shape);
 }
 
-double node_flops(const Graph& graph, const Node& node) { return ops::find_kernel(node.op)->flops(graph, node); }
+GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph)
+    : graph_(std::move(graph)), tensors_(graph_->values.size()), last_use_(graph_->values.size(), 0) {
+  for (std::size_t n = 0; n < graph_->nodes.size(); ++n)
+    for (int v : graph_->nodes[n].in)
+      if (v >= 0) last_use_[v] = n;
+  if (graph_->output >= 0) last_use_[graph_->output] = graph_->nodes.size();
+}
 
-void cut_into_segments(Graph& g) {
+Tensor GraphRunner::run_nodes(std::size_t first, std::size_t last, int input_value, Tensor input, int output_value) {
+  const Graph& g = *graph_;
+  tensors_[input_value] = std::move(input);
+  std::vector<const Tensor*> in;
+  std::vector<Tensor*> out;
+  for (std::size_t n = first; n < last; ++n) {
+    const Node& node = g.nodes[n];
+    in.clear();
+    out.clear();
+    for (int v : node.in) in.push_back(v < 0 ? nullptr : g.values[v].constant ? &g.values[v].data : &tensors_[v]);
+    for (int v : node.out) {
+      if (v < 0) continue;
+      Tensor& t = tensors_[v];
+      if (t.f.capacity() == 0 && !pool_.empty()) {  // a buffer a value no longer read left behind
+        t.f = std::move(pool_.back());
+        pool_.pop_back();
+      }
+      out.push_back(&t);
+    }
+    const ops::OpKernel* kernel = ops::find_kernel(node.op);
+    try {
+      kernel->run(node, in, out);
+    } catch (const FormatError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw FormatError(node.where() + ": " + e.what());
+    }
+    if (on_node_) on_node_(n, kernel->flops(node, in, out), out);
+    for (int v : node.in)
+      if (v >= 0 && !g.values[v].constant && v != output_value && last_use_[v] <= n) {
+        pool_.push_back(std::move(tensors_[v].f));
+        tensors_[v] = Tensor{};
+      }
+  }
+  Tensor result = std::move(tensors_[output_value]);
+  tensors_[output_value] = Tensor{};
+  return result;
+}
+
+void GraphRunner::run_segment(std::size_t index, std::span<const float> in, std::size_t rows, std::vector<float>& out) {
+  const Graph& g = *graph_;
+  const Segment& seg = g.segments.at(index);
+  const Value &from = g.values[seg.input], &to = g.values[seg.output];
+  if (in.size() < rows * from.sample_elements())
+    throw std::invalid_argument(std::to_string(in.size()) + " input values are fewer than " + std::to_string(rows) + " samples of " +
+                                shape_text(from.sample_shape));
+  Tensor x;
+  x.shape = {static_cast<std::int64_t>(rows)};
+  x.shape.insert(x.shape.end(), from.sample_shape.begin(), from.sample_shape.end());
+  if (!pool_.empty()) {
+    x.f = std::move(pool_.back());
+    pool_.pop_back();
+  }
+  x.f.assign(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(rows * from.sample_elements()));
+  Tensor y = run_nodes(seg.first, seg.last, seg.input, std::move(x), seg.output);
+  if (y.integer || y.shape.empty() || y.shape[0] != static_cast<std::int64_t>(rows) || y.elements() != rows * to.sample_elements())
+    throw FormatError(g.source + ": " + to.name + " came out as " + shape_text(y.shape) + " for " + std::to_string(rows) + " samples, not [" +
+                      std::to_string(rows) + "]+" + shape_text(to.sample_shape));
+  pool_.push_back(std::move(out));
+  out = std::move(y.f);
+}
+
+void measure_and_cut(Graph& g) {
   if (g.nodes.empty()) throw FormatError(g.source + ": the graph has no operator to run");
+  GraphRunner runner(std::shared_ptr<const Graph>(&g, [](const Graph*) {}));
+  Seen seen[2];
+  std::vector<double> flops(g.nodes.size(), 0);
+  for (int b = 0; b < 2; ++b) {
+    Seen& s = seen[b];
+    s.shape.assign(g.values.size(), {});
+    s.integer.assign(g.values.size(), 0);
+    s.made.assign(g.values.size(), 0);
+    runner.on_node([&](std::size_t n, double node_flops, std::span<Tensor* const> out) {
+      if (b == 0) flops[n] = node_flops;
+      std::size_t k = 0;
+      for (int v : g.nodes[n].out)
+        if (v >= 0) s.shape[v] = out[k]->shape, s.integer[v] = out[k]->integer, s.made[v] = 1, ++k;
+    });
+    Tensor zeros;
+    zeros.shape = {b + 1};
+    zeros.shape.insert(zeros.shape.end(), g.values[g.input].sample_shape.begin(), g.values[g.input].sample_shape.end());
+    zeros.f.assign(zeros.elements(), 0.0f);
+    runner.run_nodes(0, g.nodes.size(), g.input, std::move(zeros), g.output);
+  }
+  runner.on_node(nullptr);
+  // A batch-first value: floats, [1, ...] with a batch of 1 and [2, ...] (the same rest) with 2.
+  for (std::size_t v = 0; v < g.values.size(); ++v) {
+    Value& value = g.values[v];
+    if (value.constant || static_cast<int>(v) == g.input) continue;
+    const auto &one = seen[0].shape[v], &two = seen[1].shape[v];
+    value.batch_first = seen[0].made[v] && !seen[0].integer[v] && !one.empty() && one.size() == two.size() && one[0] == 1 && two[0] == 2 &&
+                        std::equal(one.begin() + 1, one.end(), two.begin() + 1);
+    if (value.batch_first) value.sample_shape.assign(one.begin() + 1, one.end());
+  }
+  for (std::size_t n = 0; n < g.nodes.size(); ++n) g.nodes[n].flops = flops[n];
+  if (!g.values[g.output].batch_first)
+    throw FormatError(g.source + ": the output '" + g.values[g.output].name + "' does not keep the batch as its first axis (" +
+                      shape_text(seen[0].shape[g.output]) + " for one sample): cnet needs [batch, ...]");
+
   std::vector<std::size_t> last_use(g.values.size(), 0);
   for (std::size_t n = 0; n < g.nodes.size(); ++n)
     for (int v : g.nodes[n].in)
       if (v >= 0) last_use[v] = n;
-  last_use[g.output] = g.nodes.size();  // needed after the last node
+  last_use[g.output] = g.nodes.size();
   std::set<int> live{g.input};
   g.segments.clear();
   Segment current{0, 0, g.input, -1, 0};
@@ -60,9 +173,10 @@ void cut_into_segments(Graph& g) {
     for (int v : node.out)
       if (v >= 0 && (last_use[v] > n || v == g.output)) live.insert(v);
     for (int v : node.in)
-      if (v >= 0 && !g.values[v].constant && last_use[v] == n) live.erase(v);
-    current.flops += node_flops(g, node);
-    if (live.size() == 1 && (n + 1 == g.nodes.size() || *live.begin() != g.output)) {
+      if (v >= 0 && !g.values[v].constant && last_use[v] == n && v != g.output) live.erase(v);
+    current.flops += g.nodes[n].flops;
+    const bool one_crosses = live.size() == 1 && g.values[*live.begin()].batch_first;
+    if (one_crosses && (n + 1 == g.nodes.size() || *live.begin() != g.output)) {
       current.last = n + 1;
       current.output = *live.begin();
       g.segments.push_back(current);
@@ -71,53 +185,6 @@ void cut_into_segments(Graph& g) {
   }
   if (g.segments.empty() || g.segments.back().last != g.nodes.size())
     throw FormatError(g.source + ": the graph's last operators do not lead to its output alone");
-}
-
-GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph) : graph_(std::move(graph)), buffers_(graph_->values.size()) {}
-
-void GraphRunner::run_segment(std::size_t index, std::span<const float> in, std::size_t rows, std::vector<float>& out) {
-  const Graph& g = *graph_;
-  const Segment& seg = g.segments.at(index);
-  const std::int64_t batch = static_cast<std::int64_t>(rows);
-  if (in.size() < rows * g.values[seg.input].elements())
-    throw std::invalid_argument(std::to_string(in.size()) + " input values are fewer than " + std::to_string(rows) + " samples of " +
-                                shape_text(g.values[seg.input].shape));
-  // When each value is last read, within this segment: its buffer goes back to the pool then.
-  std::vector<std::size_t> last_read(g.values.size(), 0);
-  for (std::size_t n = seg.first; n < seg.last; ++n)
-    for (int v : g.nodes[n].in)
-      if (v >= 0) last_read[v] = n;
-  auto batched = [&](int v) {
-    std::vector<std::int64_t> s{batch};
-    s.insert(s.end(), g.values[v].shape.begin(), g.values[v].shape.end());
-    return s;
-  };
-  std::vector<ops::In> inputs;
-  std::vector<ops::Out> outputs;
-  for (std::size_t n = seg.first; n < seg.last; ++n) {
-    const Node& node = g.nodes[n];
-    inputs.clear();
-    outputs.clear();
-    for (int v : node.in) {
-      if (v < 0) inputs.push_back({});
-      else if (g.values[v].constant) inputs.push_back({g.values[v].data, g.values[v].shape, &g.values[v]});
-      else if (v == seg.input) inputs.push_back({in.first(rows * g.values[v].elements()), batched(v), &g.values[v]});
-      else inputs.push_back({buffers_[v], batched(v), &g.values[v]});
-    }
-    for (int v : node.out) {
-      if (v < 0) continue;
-      if (buffers_[v].capacity() == 0 && !pool_.empty()) {
-        buffers_[v] = std::move(pool_.back());
-        pool_.pop_back();
-      }
-      outputs.push_back({&buffers_[v], batched(v)});
-    }
-    ops::find_kernel(node.op)->run(node, inputs, outputs);
-    for (int v : node.in)
-      if (v >= 0 && v != seg.input && !g.values[v].constant && last_read[v] == n && v != seg.output) pool_.push_back(std::move(buffers_[v]));
-  }
-  out.swap(buffers_[seg.output]);
-  pool_.push_back(std::move(buffers_[seg.output]));
 }
 
 }  // namespace cnet::inference

@@ -32,7 +32,7 @@ void check_image_model(const std::string& input, const ModelSpec& model, const I
   if (!model.graph)
     throw FormatError("--input " + input + " names images, but the model is a layer list taking rows of width " + std::to_string(model.input_width()) +
                       "; images need a vision model (an ONNX file whose input is [batch, 3, H, W])");
-  const auto& shape = model.graph->values[model.graph->input].shape;
+  const auto& shape = model.graph->values[model.graph->input].sample_shape;
   if (shape.size() != 3 || shape[0] != 3)
     throw FormatError("--input " + input + " names images, but the model's input is not [batch, 3, H, W] (it is " + std::to_string(shape.size() + 1) +
                       "-D): give it a tensor file instead");

@@ -265,8 +265,8 @@ ModelSpec graph_model(std::shared_ptr<const Graph> graph) {
     const Segment& s = graph->segments[i];
     LayerSpec l;
     l.kind = LayerKind::graph_segment;
-    l.in = graph->values[s.input].elements();
-    l.out = graph->values[s.output].elements();
+    l.in = graph->values[s.input].sample_elements();
+    l.out = graph->values[s.output].sample_elements();
     l.segment = i;
     l.flops = s.flops;
     l.text = graph->describe_segment(i);

@@ -96,7 +96,7 @@ struct Reader {
       fail("fails ONNX's model checker: " + printable(e.what(), 400));
     }
     try {
-      onnx::ShapeInferenceOptions options(true, 1, true);
+      onnx::ShapeInferenceOptions options(true, 0, false);  // types checked; shapes are measured at load by running the graph
       onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
     } catch (const std::exception& e) {
       fail("ONNX's shape inference fails: " + printable(e.what(), 400));
@@ -104,37 +104,51 @@ struct Reader {
   }
 };
 
-// A constant's values from a TensorProto: floats, or integers for shapes and indices.
-Value constant_value(const Reader& r, const onnx::TensorProto& t, const std::string& name) {
-  Value v;
-  v.name = name;
-  v.constant = true;
+// A constant's values from a TensorProto: floats, or integers (INT64, INT32, BOOL) for shapes and indices.
+Tensor tensor_of(const Reader& r, const onnx::TensorProto& t, const std::string& name) {
+  Tensor v;
   for (auto d : t.dims()) v.shape.push_back(d);
-  const std::size_t n = ops::elements(v.shape);
+  const std::size_t n = v.elements();
   const std::string& raw = t.raw_data();
-  auto need = [&](std::size_t width) {
-    if (!raw.empty() && raw.size() != n * width)
-      r.fail("tensor '" + printable(name, 128) + "' holds " + std::to_string(raw.size()) + " bytes for " + std::to_string(n) + " elements (damaged file)");
+  const std::string what = "tensor '" + printable(name, 128) + "'";
+  auto check_count = [&](std::size_t have, const char* unit) {
+    if (have != n) r.fail(what + " holds " + std::to_string(have) + " " + unit + " for " + std::to_string(n) + " elements (damaged file)");
   };
   switch (t.data_type()) {
     case onnx::TensorProto_DataType_FLOAT:
-      need(4);
-      v.data.resize(n);
-      if (!raw.empty()) std::memcpy(v.data.data(), raw.data(), raw.size());
-      else if (static_cast<std::size_t>(t.float_data_size()) == n) std::copy(t.float_data().begin(), t.float_data().end(), v.data.begin());
-      else r.fail("tensor '" + printable(name, 128) + "' holds " + std::to_string(t.float_data_size()) + " floats for " + std::to_string(n) + " elements");
+      v.f.resize(n);
+      if (!raw.empty()) check_count(raw.size() / 4 * (raw.size() % 4 == 0), "floats"), std::memcpy(v.f.data(), raw.data(), raw.size());
+      else check_count(static_cast<std::size_t>(t.float_data_size()), "floats"), std::copy(t.float_data().begin(), t.float_data().end(), v.f.begin());
       break;
     case onnx::TensorProto_DataType_INT64:
-      need(8);
       v.integer = true;
-      v.ints.resize(n);
-      if (!raw.empty()) std::memcpy(v.ints.data(), raw.data(), raw.size());
-      else if (static_cast<std::size_t>(t.int64_data_size()) == n) std::copy(t.int64_data().begin(), t.int64_data().end(), v.ints.begin());
-      else r.fail("tensor '" + printable(name, 128) + "' holds " + std::to_string(t.int64_data_size()) + " integers for " + std::to_string(n) + " elements");
+      v.i.resize(n);
+      if (!raw.empty()) check_count(raw.size() / 8 * (raw.size() % 8 == 0), "integers"), std::memcpy(v.i.data(), raw.data(), raw.size());
+      else check_count(static_cast<std::size_t>(t.int64_data_size()), "integers"), std::copy(t.int64_data().begin(), t.int64_data().end(), v.i.begin());
       break;
+    case onnx::TensorProto_DataType_INT32:
+    case onnx::TensorProto_DataType_BOOL: {
+      v.integer = true;
+      v.i.resize(n);
+      const bool is_bool = t.data_type() == onnx::TensorProto_DataType_BOOL;
+      const std::size_t width = is_bool ? 1 : 4;
+      if (!raw.empty()) {
+        check_count(raw.size() / width * (raw.size() % width == 0), "values");
+        for (std::size_t k = 0; k < n; ++k) {
+          std::int32_t x = 0;
+          if (is_bool) x = raw[k] != 0;
+          else std::memcpy(&x, raw.data() + 4 * k, 4);
+          v.i[k] = x;
+        }
+      } else {
+        check_count(static_cast<std::size_t>(t.int32_data_size()), "values");
+        std::copy(t.int32_data().begin(), t.int32_data().end(), v.i.begin());
+      }
+      break;
+    }
     default:
-      r.fail("tensor '" + printable(name, 128) + "' has data type " + onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t.data_type())) +
-             "; cnet runs FLOAT models (INT64 for shapes); export the model in float32");
+      r.fail(what + " has data type " + onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t.data_type())) +
+             "; cnet runs FLOAT models (integers for shapes); export the model in float32");
   }
   return v;
 }
@@ -143,26 +157,33 @@ struct GraphBuilder {
   const Reader& r;
   Graph& g;
   std::map<std::string, int> index;
-  std::map<std::string, const onnx::TypeProto*> types;
 
   int add(Value v) {
     index[v.name] = static_cast<int>(g.values.size());
     g.values.push_back(std::move(v));
     return static_cast<int>(g.values.size()) - 1;
   }
+  int add_constant(const std::string& name, Tensor t) {
+    Value v;
+    v.name = name;
+    v.constant = true;
+    v.data = std::move(t);
+    return add(std::move(v));
+  }
+  int add_computed(const std::string& name) {
+    Value v;
+    v.name = name;
+    return add(std::move(v));
+  }
 
-  // A batched value's shape without its batch dimension; every other dimension must be fixed.
-  std::vector<std::int64_t> per_sample(const std::string& name, const std::string& made_by) const {
-    auto it = types.find(name);
-    const std::string what = "tensor '" + printable(name, 128) + "'" + made_by;
-    if (it == types.end() || !it->second->has_tensor_type() || !it->second->tensor_type().has_shape())
-      r.fail("ONNX's shape inference could not tell the shape of " + what + "; cnet needs every shape known at load; " + kExportHint);
-    const auto& t = it->second->tensor_type();
+  // The model's input: [batch, ...], every other dimension fixed, floats.
+  std::vector<std::int64_t> sample_shape(const onnx::ValueInfoProto& v) const {
+    const std::string what = "tensor '" + printable(v.name(), 128) + "' (the model's input)";
+    const auto& t = v.type().tensor_type();
     if (t.elem_type() != onnx::TensorProto_DataType_FLOAT)
-      r.fail(what + " is " + onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t.elem_type())) +
-             ", not FLOAT: cnet runs float32 models");
+      r.fail(what + " is " + onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t.elem_type())) + ", not FLOAT: cnet runs float32 models");
+    if (!t.has_shape() || t.shape().dim_size() == 0) r.fail(what + " has no shape; cnet needs [batch, ...] with the rest fixed; " + kExportHint);
     const auto& dims = t.shape().dim();
-    if (dims.empty()) r.fail(what + " is a scalar; cnet needs the batch as the first dimension");
     std::vector<std::int64_t> shape;
     for (int d = 1; d < dims.size(); ++d) {
       if (!dims[d].has_dim_value() || dims[d].dim_value() <= 0)
@@ -173,24 +194,16 @@ struct GraphBuilder {
     }
     return shape;
   }
-
-  // The full shape of a value computed from constants alone (folded at load).
-  std::vector<std::int64_t> whole_shape(const std::string& name) const {
-    auto it = types.find(name);
-    if (it == types.end() || !it->second->tensor_type().has_shape()) r.fail("the shape of constant '" + printable(name, 128) + "' is not known");
-    std::vector<std::int64_t> shape;
-    for (const auto& d : it->second->tensor_type().shape().dim()) shape.push_back(d.dim_value());
-    return shape;
-  }
 };
 
-Attribute attribute_of(const onnx::AttributeProto& a) {
+Attribute attribute_of(const Reader& r, const onnx::AttributeProto& a) {
   Attribute out;
   out.i = a.i();
   out.f = a.f();
   out.s = a.s();
   out.ints.assign(a.ints().begin(), a.ints().end());
   out.floats.assign(a.floats().begin(), a.floats().end());
+  if (a.has_t()) out.t = std::make_shared<Tensor>(tensor_of(r, a.t(), a.name()));
   return out;
 }
 
@@ -206,17 +219,16 @@ std::shared_ptr<Graph> load_onnx(const std::string& path) {
 
   auto graph = std::make_shared<Graph>();
   graph->source = path;
-  GraphBuilder b{r, *graph, {}, {}};
-  for (const auto& v : gp.input()) b.types[v.name()] = &v.type();
-  for (const auto& v : gp.output()) b.types[v.name()] = &v.type();
-  for (const auto& v : gp.value_info()) b.types[v.name()] = &v.type();
-
-  for (const auto& t : gp.initializer()) b.add(constant_value(r, t, t.name()));
+  GraphBuilder b{r, *graph, {}};
+  for (const auto& t : gp.initializer()) b.add_constant(t.name(), tensor_of(r, t, t.name()));
   for (const auto& v : gp.input()) {
     if (b.index.count(v.name())) continue;  // an initializer listed as an input (older exporters)
     if (graph->input >= 0) r.fail("has more than one input ('" + printable(graph->values[graph->input].name, 64) + "', '" + printable(v.name(), 64) +
                                   "'); cnet runs models with one input tensor");
-    Value in{v.name(), b.per_sample(v.name(), " (the model's input)"), false, {}, {}, false};
+    Value in;
+    in.name = v.name();
+    in.batch_first = true;
+    in.sample_shape = b.sample_shape(v);
     graph->input = b.add(std::move(in));
   }
   if (graph->input < 0) r.fail("has no input tensor");
@@ -229,11 +241,11 @@ std::shared_ptr<Graph> load_onnx(const std::string& path) {
     Node node;
     node.op = np.op_type();
     node.name = np.name().empty() ? np.op_type() + "_" + std::to_string(i) : printable(np.name(), 128);
-    for (const auto& a : np.attribute()) node.attrs[a.name()] = attribute_of(a);
+    for (const auto& a : np.attribute()) node.attrs[a.name()] = attribute_of(r, a);
     if (node.op == "Constant") {
-      auto it = std::find_if(np.attribute().begin(), np.attribute().end(), [](const auto& a) { return a.name() == "value"; });
-      if (it == np.attribute().end() || np.output_size() != 1) r.fail(node.where() + ": only Constant nodes with a tensor 'value' are supported");
-      b.add(constant_value(r, it->t(), np.output(0)));
+      auto it = node.attrs.find("value");
+      if (it == node.attrs.end() || !it->second.t || np.output_size() != 1) r.fail(node.where() + ": only Constant nodes with a tensor 'value' are supported");
+      b.add_constant(np.output(0), *it->second.t);
       continue;
     }
     bool all_constant = true;
@@ -250,32 +262,21 @@ std::shared_ptr<Graph> load_onnx(const std::string& path) {
     const ops::OpKernel* kernel = ops::find_kernel(node.op);
     if (!kernel) {
       if (missing_ops.insert(node.op).second && first_missing.empty()) first_missing = node.where();
-      for (const auto& name : np.output()) b.add(Value{name, {}, false, {}, {}, false});
+      for (const auto& name : np.output()) b.add_computed(name);
       continue;
     }
-    if (all_constant) {  // computed once here, at load (weights shared through Identity, folded arithmetic)
-      std::vector<ops::In> in;
-      for (int v : node.in) in.push_back(v < 0 ? ops::In{} : ops::In{graph->values[v].data, graph->values[v].shape, &graph->values[v]});
-      std::vector<Value> made(np.output_size());
-      std::vector<ops::Out> out;
-      for (int o = 0; o < np.output_size(); ++o) {
-        made[o] = Value{np.output(o), b.whole_shape(np.output(o)), true, {}, {}, false};
-        out.push_back({&made[o].data, made[o].shape});
-      }
-      for (int v : node.in)
-        if (v >= 0 && graph->values[v].integer) r.fail(node.where() + ": computing with integer constants (shape arithmetic) is not supported yet");
+    kernel->check(node);
+    if (all_constant && missing_ops.empty()) {  // computed once here, at load: weights shared through Identity, shape arithmetic
+      std::vector<const Tensor*> in;
+      for (int v : node.in) in.push_back(v < 0 ? nullptr : &graph->values[v].data);
+      std::vector<Tensor> made(static_cast<std::size_t>(np.output_size()));
+      std::vector<Tensor*> out;
+      for (auto& t : made) out.push_back(&t);
       kernel->run(node, in, out);
-      for (auto& v : made) b.add(std::move(v));
+      for (int o = 0; o < np.output_size(); ++o) b.add_constant(np.output(o), std::move(made[o]));
       continue;
     }
-    for (const auto& name : np.output()) {
-      if (name.empty()) {
-        node.out.push_back(-1);
-        continue;
-      }
-      node.out.push_back(b.add(Value{name, b.per_sample(name, " (made by " + node.where() + ")"), false, {}, {}, false}));
-    }
-    kernel->check(*graph, node);
+    for (const auto& name : np.output()) node.out.push_back(name.empty() ? -1 : b.add_computed(name));
     graph->nodes.push_back(std::move(node));
   }
   if (!missing_ops.empty()) {
@@ -288,7 +289,7 @@ std::shared_ptr<Graph> load_onnx(const std::string& path) {
   auto out = b.index.find(gp.output(0).name());
   if (out == b.index.end() || graph->values[out->second].constant) r.fail("its output is not computed from its input");
   graph->output = out->second;
-  cut_into_segments(*graph);
+  measure_and_cut(*graph);
   return graph;
 }
 

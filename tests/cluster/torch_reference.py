@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 """What PyTorch computes, for tests that hold cnet-run to it.
 
-    torch_reference.py logits MODEL SEED INPUT.safetensors OUT.npy   the torchvision model with export_onnx.py's
-                                                                     random weights, on cnet's input rows
+    torch_reference.py logits MODEL SEED INPUT.safetensors OUT.npy   the torchvision model as export_onnx.py builds
+                                                                     it (random weights), on cnet's input rows
     torch_reference.py preprocess IMAGE_DIR INPUT.safetensors         torchvision's preprocessing of the images
                                                                      against the rows cnet-run make-input wrote
 """
 import glob
 import json
+import os
 import struct
 import sys
 
@@ -16,6 +17,9 @@ import torch
 import torchvision
 from torchvision import transforms as T
 from torchvision.io import ImageReadMode, read_image
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "contrib", "examples"))
+from export_onnx import build_model  # noqa: E402  the same model the test exported
 
 
 def read_input(path):
@@ -28,8 +32,7 @@ def read_input(path):
 
 
 def logits(model, seed, input_path, out):
-    torch.manual_seed(int(seed))
-    m = getattr(torchvision.models, model)(weights=None).eval()
+    m = build_model(model, "none", int(seed))
     x = torch.from_numpy(read_input(input_path).copy()).reshape(-1, 3, 224, 224)
     with torch.inference_mode():
         np.save(out, m(x).numpy())

@@ -1,5 +1,5 @@
-// BatchNormalization in inference form (running mean and variance, per channel of NCHW), for exports
-// that did not fold it into the convolution before it.
+// BatchNormalization in inference form (running mean and variance, per channel of N, C, ...), for
+// exports that did not fold it into the convolution before it.
 #include <algorithm>
 #include <cmath>
 
@@ -8,29 +8,30 @@
 namespace cnet::inference::ops {
 namespace {
 
-void check(const Graph& g, const Node& n) {
-  for (std::size_t i = 1; i < 5; ++i)
-    if (i >= n.in.size() || n.in[i] < 0 || !g.values[n.in[i]].constant) unsupported(n, "scale, bias, mean and variance must be constants");
+void check(const Node& n) {
   if (n.attr_i("training_mode", 0) != 0) unsupported(n, "training_mode is not supported (export the model in eval mode)");
 }
 
-double flops(const Graph& g, const Node& n) { return 2 * per_sample(g, n.out[0]); }
+double flops(const Node&, Ins, Outs out) { return 2.0 * static_cast<double>(out[0]->elements()); }
 
-void run(const Node& n, std::span<const In> in, std::span<Out> out) {
-  const In& x = in[0];
+void run(const Node& n, Ins in, Outs out) {
+  const Tensor& x = *in[0];
+  if (x.shape.size() < 2) unsupported(n, "needs a tensor of rank 2 or more (N, C, ...)");
   const float eps = n.attr_f("epsilon", 1e-5f);
-  const std::int64_t batch = x.shape[0], C = x.shape[1], area = static_cast<std::int64_t>(x.data.size()) / std::max<std::int64_t>(batch * C, 1);
-  std::vector<float>& y = *out[0].data;
-  y.resize(x.data.size());
+  const std::int64_t batch = x.shape[0], C = x.shape[1], area = static_cast<std::int64_t>(x.elements()) / std::max<std::int64_t>(batch * C, 1);
+  for (std::size_t k = 1; k < 5; ++k)
+    if (!in[k] || in[k]->f.size() != static_cast<std::size_t>(C)) unsupported(n, "scale, bias, mean and variance must hold one value per channel");
+  Tensor& y = *out[0];
+  shape_floats(y, x.shape);
   for (std::int64_t c = 0; c < C; ++c) {
-    const float scale = in[1].data[c] / std::sqrt(in[4].data[c] + eps), shift = in[2].data[c] - in[3].data[c] * scale;
+    const float scale = in[1]->f[c] / std::sqrt(in[4]->f[c] + eps), shift = in[2]->f[c] - in[3]->f[c] * scale;
     for (std::int64_t s = 0; s < batch; ++s)
-      for (std::int64_t i = 0; i < area; ++i) y[(s * C + c) * area + i] = x.data[(s * C + c) * area + i] * scale + shift;
+      for (std::int64_t i = 0; i < area; ++i) y.f[(s * C + c) * area + i] = x.f[(s * C + c) * area + i] * scale + shift;
   }
 }
 
 }  // namespace
 
-extern const OpKernel kBatchNormalization = {"BatchNormalization", check, flops, run};
+extern const OpKernel kBatchNormalization = {"BatchNormalization", check, run, flops};
 
 }  // namespace cnet::inference::ops

@@ -9,69 +9,74 @@
 namespace cnet::inference::ops {
 namespace {
 
-struct ConvGeometry {
-  std::int64_t group, stride_h, stride_w, pad_top, pad_left, dil_h, dil_w;
-};
-
-ConvGeometry geometry(const Node& n) {
-  auto strides = n.attr_ints("strides", {1, 1}), pads = n.attr_ints("pads", {0, 0, 0, 0}), dil = n.attr_ints("dilations", {1, 1});
-  return {n.attr_i("group", 1), strides[0], strides[1], pads[0], pads[1], dil[0], dil[1]};
-}
-
-void check(const Graph& g, const Node& n) {
-  if (n.in.size() < 2 || g.values[n.in[1]].shape.size() != 4) unsupported(n, "only 2-D convolutions (a 4-D weight) are supported");
+void check(const Node& n) {
   if (auto pad = n.attrs.find("auto_pad"); pad != n.attrs.end() && pad->second.s != "NOTSET" && pad->second.s != "VALID")
     unsupported(n, "auto_pad " + pad->second.s + " is not supported; export with explicit pads (torch.onnx.export does)");
-  if (!g.values[n.in[1]].constant) unsupported(n, "the weight must be a constant (an initializer)");
   if (n.attr_ints("strides", {1, 1}).size() != 2 || n.attr_ints("pads", {0, 0, 0, 0}).size() != 4 || n.attr_ints("dilations", {1, 1}).size() != 2)
-    unsupported(n, "strides, pads and dilations must be 2-D");
+    unsupported(n, "only 2-D convolutions are supported (strides, pads and dilations of 2-D)");
 }
 
-double flops(const Graph& g, const Node& n) {
-  const auto& w = g.values[n.in[1]].shape;  // [M, C/group, kh, kw]
-  return 2.0 * per_sample(g, n.out[0]) * static_cast<double>(w[1] * w[2] * w[3]);
+struct Geometry {
+  std::int64_t batch, C, H, W, M, kC, kh, kw, OH, OW, group, sh, sw, pt, pl, dh, dw;
+};
+
+Geometry geometry(const Node& n, const Tensor& x, const Tensor& w) {
+  if (x.shape.size() != 4 || w.shape.size() != 4) unsupported(n, "only 2-D convolutions (4-D input and weight) are supported");
+  auto s = n.attr_ints("strides", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0}), d = n.attr_ints("dilations", {1, 1});
+  Geometry g{x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[1], w.shape[2], w.shape[3], 0, 0,
+             n.attr_i("group", 1), s[0], s[1], p[0], p[1], d[0], d[1]};
+  if (g.group < 1 || g.C != g.kC * g.group || g.M % g.group != 0)
+    unsupported(n, "input channels " + std::to_string(g.C) + " do not match the weight's " + std::to_string(g.kC) + " x group " + std::to_string(g.group));
+  g.OH = (g.H + p[0] + p[2] - g.dh * (g.kh - 1) - 1) / g.sh + 1;
+  g.OW = (g.W + p[1] + p[3] - g.dw * (g.kw - 1) - 1) / g.sw + 1;
+  if (g.OH < 1 || g.OW < 1) unsupported(n, "the kernel is larger than the padded input");
+  return g;
 }
 
-void run(const Node& n, std::span<const In> in, std::span<Out> out) {
-  const In &x = in[0], &w = in[1];
-  const ConvGeometry geo = geometry(n);
-  const std::int64_t batch = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
-  const std::int64_t M = w.shape[0], kC = w.shape[1], kh = w.shape[2], kw = w.shape[3];
-  const std::int64_t OH = out[0].shape[2], OW = out[0].shape[3], spatial = OH * OW, K = kC * kh * kw, Mg = M / geo.group;
-  std::vector<float>& y = *out[0].data;
-  y.resize(static_cast<std::size_t>(batch * M * spatial));
-  const bool direct = kh == 1 && kw == 1 && geo.stride_h == 1 && geo.stride_w == 1 && geo.pad_top == 0 && geo.pad_left == 0 && OH == H && OW == W;
+double flops(const Node&, Ins in, Outs out) {
+  const auto& w = in[1]->shape;
+  return 2.0 * static_cast<double>(out[0]->elements()) * static_cast<double>(w[1] * w[2] * w[3]);
+}
+
+void run(const Node& n, Ins in, Outs out) {
+  const Tensor &x = *in[0], &w = *in[1];
+  const Geometry g = geometry(n, x, w);
+  const std::int64_t spatial = g.OH * g.OW, K = g.kC * g.kh * g.kw, Mg = g.M / g.group;
+  Tensor& y = *out[0];
+  shape_floats(y, {g.batch, g.M, g.OH, g.OW});
+  const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.OH == g.H && g.OW == g.W;
   thread_local std::vector<float> col;
   if (!direct) col.resize(static_cast<std::size_t>(K * spatial));
-  for (std::int64_t s = 0; s < batch; ++s)
-    for (std::int64_t g = 0; g < geo.group; ++g) {
-      const float* image = x.data.data() + (s * C + g * kC) * H * W;
+  const Tensor* bias = in.size() > 2 ? in[2] : nullptr;
+  for (std::int64_t s = 0; s < g.batch; ++s)
+    for (std::int64_t grp = 0; grp < g.group; ++grp) {
+      const float* image = x.f.data() + (s * g.C + grp * g.kC) * g.H * g.W;
       const float* b = image;
       if (!direct) {
         float* c = col.data();
-        for (std::int64_t ch = 0; ch < kC; ++ch)
-          for (std::int64_t i = 0; i < kh; ++i)
-            for (std::int64_t j = 0; j < kw; ++j)
-              for (std::int64_t oh = 0; oh < OH; ++oh) {
-                const std::int64_t ih = oh * geo.stride_h - geo.pad_top + i * geo.dil_h;
-                for (std::int64_t ow = 0; ow < OW; ++ow) {
-                  const std::int64_t iw = ow * geo.stride_w - geo.pad_left + j * geo.dil_w;
-                  *c++ = ih < 0 || ih >= H || iw < 0 || iw >= W ? 0.0f : image[(ch * H + ih) * W + iw];
+        for (std::int64_t ch = 0; ch < g.kC; ++ch)
+          for (std::int64_t i = 0; i < g.kh; ++i)
+            for (std::int64_t j = 0; j < g.kw; ++j)
+              for (std::int64_t oh = 0; oh < g.OH; ++oh) {
+                const std::int64_t ih = oh * g.sh - g.pt + i * g.dh;
+                for (std::int64_t ow = 0; ow < g.OW; ++ow) {
+                  const std::int64_t iw = ow * g.sw - g.pl + j * g.dw;
+                  *c++ = ih < 0 || ih >= g.H || iw < 0 || iw >= g.W ? 0.0f : image[(ch * g.H + ih) * g.W + iw];
                 }
               }
         b = col.data();
       }
-      float* dst = y.data() + (s * M + g * Mg) * spatial;
+      float* dst = y.f.data() + (s * g.M + grp * Mg) * spatial;
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(Mg), static_cast<int>(spatial), static_cast<int>(K), 1.0f,
-                  w.data.data() + g * Mg * K, static_cast<int>(K), b, static_cast<int>(spatial), 0.0f, dst, static_cast<int>(spatial));
-      if (in.size() > 2 && !in[2].data.empty())
+                  w.f.data() + grp * Mg * K, static_cast<int>(K), b, static_cast<int>(spatial), 0.0f, dst, static_cast<int>(spatial));
+      if (bias && !bias->f.empty())
         for (std::int64_t m = 0; m < Mg; ++m)
-          std::for_each(dst + m * spatial, dst + (m + 1) * spatial, [v = in[2].data[g * Mg + m]](float& e) { e += v; });
+          std::for_each(dst + m * spatial, dst + (m + 1) * spatial, [v = bias->f[grp * Mg + m]](float& e) { e += v; });
     }
 }
 
 }  // namespace
 
-extern const OpKernel kConv = {"Conv", check, flops, run};
+extern const OpKernel kConv = {"Conv", check, run, flops};
 
 }  // namespace cnet::inference::ops

@@ -1,6 +1,7 @@
-// Element-wise operators: unary ones in place of a copy, binary ones with NumPy broadcasting (a batched
-// value against a constant bias or scale, or two batched values of one shape).
+// Element-wise operators: unary ones on floats, binary ones (and Where) with NumPy broadcasting on floats
+// or integers (shape arithmetic: Add, Sub, Mul, Div, Equal run on integer tensors too).
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "op.hpp"
@@ -8,13 +9,12 @@
 namespace cnet::inference::ops {
 namespace {
 
-double one_per_element(const Graph& g, const Node& n) { return per_sample(g, n.out[0]); }
-
 template <float (*F)(float)>
-void run_unary(const Node&, std::span<const In> in, std::span<Out> out) {
-  std::vector<float>& y = *out[0].data;
-  y.resize(in[0].data.size());
-  std::transform(in[0].data.begin(), in[0].data.end(), y.begin(), F);
+void run_unary(const Node& n, Ins in, Outs out) {
+  if (in[0]->integer) unsupported(n, "needs a float tensor");
+  Tensor& y = *out[0];
+  shape_floats(y, in[0]->shape);
+  std::transform(in[0]->f.begin(), in[0]->f.end(), y.f.begin(), F);
 }
 
 float relu(float x) { return std::max(x, 0.0f); }
@@ -24,61 +24,121 @@ float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 float tanh(float x) { return std::tanh(x); }
 float neg(float x) { return -x; }
 
-// Strides of `shape` aligned right against an output of `rank` dimensions, 0 where it broadcasts.
-std::vector<std::int64_t> broadcast_strides(const std::vector<std::int64_t>& shape, std::size_t rank) {
+// The broadcast shape of several tensors (NumPy's rule), or an error naming the node.
+std::vector<std::int64_t> broadcast(const Node& n, std::initializer_list<const Tensor*> ts) {
+  std::size_t rank = 0;
+  for (const Tensor* t : ts) rank = std::max(rank, t->shape.size());
+  std::vector<std::int64_t> shape(rank, 1);
+  for (const Tensor* t : ts)
+    for (std::size_t d = 0; d < t->shape.size(); ++d) {
+      std::int64_t& s = shape[rank - t->shape.size() + d];
+      const std::int64_t v = t->shape[d];
+      if (v != 1 && s != 1 && v != s) unsupported(n, "shapes that do not broadcast together");
+      if (v != 1) s = v;
+    }
+  return shape;
+}
+
+// Strides of `shape` aligned right against `rank` axes, 0 where it broadcasts.
+std::vector<std::int64_t> strides_in(const std::vector<std::int64_t>& shape, std::size_t rank) {
   std::vector<std::int64_t> strides(rank, 0);
   std::int64_t step = 1;
   for (std::size_t d = 0; d < shape.size(); ++d) {
-    std::size_t from_right = shape.size() - 1 - d;
+    const std::size_t from_right = shape.size() - 1 - d;
     if (shape[from_right] != 1) strides[rank - 1 - d] = step;
     step *= shape[from_right];
   }
   return strides;
 }
 
-template <float (*F)(float, float)>
-void run_binary(const Node&, std::span<const In> in, std::span<Out> out) {
-  const auto& shape = out[0].shape;
-  std::vector<float>& y = *out[0].data;
-  y.resize(elements(shape));
-  const float *a = in[0].data.data(), *b = in[1].data.data();
-  if (in[0].data.size() == y.size() && in[1].data.size() == y.size()) {
-    for (std::size_t i = 0; i < y.size(); ++i) y[i] = F(a[i], b[i]);
-    return;
-  }
-  const std::size_t rank = shape.size();
-  auto sa = broadcast_strides(in[0].shape, rank), sb = broadcast_strides(in[1].shape, rank);
+// Calls f(out_index, a_index, b_index[, c_index]) over the broadcast shape, as an odometer.
+template <std::size_t N, typename F>
+void each(const std::vector<std::int64_t>& shape, const std::array<const Tensor*, N>& ts, F&& f) {
+  const std::size_t rank = shape.size(), total = elements(shape);
+  std::array<std::vector<std::int64_t>, N> st;
+  std::array<std::int64_t, N> at{};
+  for (std::size_t k = 0; k < N; ++k) st[k] = strides_in(ts[k]->shape, rank);
   std::vector<std::int64_t> index(rank, 0);
-  std::int64_t ia = 0, ib = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    y[i] = F(a[ia], b[ib]);
-    for (std::size_t d = rank; d-- > 0;) {  // the next index, as an odometer
-      ia += sa[d], ib += sb[d];
+  for (std::size_t i = 0; i < total; ++i) {
+    f(i, at);
+    for (std::size_t d = rank; d-- > 0;) {
+      for (std::size_t k = 0; k < N; ++k) at[k] += st[k][d];
       if (++index[d] < shape[d]) break;
-      ia -= sa[d] * shape[d], ib -= sb[d] * shape[d];
+      for (std::size_t k = 0; k < N; ++k) at[k] -= st[k][d] * shape[d];
       index[d] = 0;
     }
   }
 }
 
-float add(float a, float b) { return a + b; }
-float sub(float a, float b) { return a - b; }
-float mul(float a, float b) { return a * b; }
-float div(float a, float b) { return a / b; }
-float pow(float a, float b) { return b == 2.0f ? a * a : std::pow(a, b); }
+enum class Op { add, sub, mul, div, pow, equal };
+
+template <typename T>
+T apply(Op op, T a, T b) {
+  switch (op) {
+    case Op::add: return a + b;
+    case Op::sub: return a - b;
+    case Op::mul: return a * b;
+    case Op::div: return a / b;
+    case Op::pow: return b == T(2) ? a * a : static_cast<T>(std::pow(a, b));
+    case Op::equal: return a == b;
+  }
+  return a;
+}
+
+template <Op O>
+void run_binary(const Node& n, Ins in, Outs out) {
+  const Tensor &a = *in[0], &b = *in[1];
+  if (a.integer != b.integer) unsupported(n, "an integer and a float operand (a Cast is missing)");
+  Tensor& y = *out[0];
+  const auto shape = broadcast(n, {&a, &b});
+  if (a.integer) {
+    shape_ints(y, shape);
+    if (O == Op::div && std::find(b.i.begin(), b.i.end(), 0) != b.i.end()) unsupported(n, "integer division by zero");
+    each<2>(shape, {&a, &b}, [&](std::size_t i, const std::array<std::int64_t, 2>& at) { y.i[i] = apply(O, a.i[at[0]], b.i[at[1]]); });
+    return;
+  }
+  if (O == Op::equal) {
+    shape_ints(y, shape);
+    each<2>(shape, {&a, &b}, [&](std::size_t i, const std::array<std::int64_t, 2>& at) { y.i[i] = a.f[at[0]] == b.f[at[1]]; });
+    return;
+  }
+  shape_floats(y, shape);
+  if (a.f.size() == y.f.size() && b.f.size() == y.f.size()) {
+    for (std::size_t i = 0; i < y.f.size(); ++i) y.f[i] = apply(O, a.f[i], b.f[i]);
+    return;
+  }
+  each<2>(shape, {&a, &b}, [&](std::size_t i, const std::array<std::int64_t, 2>& at) { y.f[i] = apply(O, a.f[at[0]], b.f[at[1]]); });
+}
+
+// Where(condition, x, y): x where the condition holds, else y.
+void run_where(const Node& n, Ins in, Outs out) {
+  const Tensor &c = *in[0], &a = *in[1], &b = *in[2];
+  if (!c.integer) unsupported(n, "the condition must be boolean");
+  if (a.integer != b.integer) unsupported(n, "an integer and a float choice");
+  const auto shape = broadcast(n, {&c, &a, &b});
+  Tensor& y = *out[0];
+  if (a.integer) shape_ints(y, shape);
+  else shape_floats(y, shape);
+  each<3>(shape, {&c, &a, &b}, [&](std::size_t i, const std::array<std::int64_t, 3>& at) {
+    if (a.integer) y.i[i] = c.i[at[0]] ? a.i[at[1]] : b.i[at[2]];
+    else y.f[i] = c.i[at[0]] ? a.f[at[1]] : b.f[at[2]];
+  });
+}
 
 }  // namespace
 
-extern const OpKernel kRelu = {"Relu", no_check, one_per_element, run_unary<relu>};
-extern const OpKernel kErf = {"Erf", no_check, one_per_element, run_unary<erf>};
-extern const OpKernel kSqrt = {"Sqrt", no_check, one_per_element, run_unary<sqrt>};
-extern const OpKernel kSigmoid = {"Sigmoid", no_check, one_per_element, run_unary<sigmoid>};
-extern const OpKernel kTanh = {"Tanh", no_check, one_per_element, run_unary<tanh>};
-extern const OpKernel kNeg = {"Neg", no_check, one_per_element, run_unary<neg>};
-extern const OpKernel kAdd = {"Add", no_check, one_per_element, run_binary<add>};
-extern const OpKernel kSub = {"Sub", no_check, one_per_element, run_binary<sub>};
-extern const OpKernel kMul = {"Mul", no_check, one_per_element, run_binary<mul>};
-extern const OpKernel kDiv = {"Div", no_check, one_per_element, run_binary<div>};
-extern const OpKernel kPow = {"Pow", no_check, one_per_element, run_binary<pow>};
+extern const OpKernel kRelu = {"Relu", no_check, run_unary<relu>, output_elements};
+extern const OpKernel kErf = {"Erf", no_check, run_unary<erf>, output_elements};
+extern const OpKernel kSqrt = {"Sqrt", no_check, run_unary<sqrt>, output_elements};
+extern const OpKernel kSigmoid = {"Sigmoid", no_check, run_unary<sigmoid>, output_elements};
+extern const OpKernel kTanh = {"Tanh", no_check, run_unary<tanh>, output_elements};
+extern const OpKernel kNeg = {"Neg", no_check, run_unary<neg>, output_elements};
+extern const OpKernel kAdd = {"Add", no_check, run_binary<Op::add>, output_elements};
+extern const OpKernel kSub = {"Sub", no_check, run_binary<Op::sub>, output_elements};
+extern const OpKernel kMul = {"Mul", no_check, run_binary<Op::mul>, output_elements};
+extern const OpKernel kDiv = {"Div", no_check, run_binary<Op::div>, output_elements};
+extern const OpKernel kPow = {"Pow", no_check, run_binary<Op::pow>, output_elements};
+extern const OpKernel kEqual = {"Equal", no_check, run_binary<Op::equal>, no_flops};
+extern const OpKernel kWhere = {"Where", no_check, run_where, no_flops};
 
 }  // namespace cnet::inference::ops

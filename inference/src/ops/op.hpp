@@ -1,6 +1,7 @@
 #pragma once
-// One operator's kernel: what it checks at load, what it costs and how it runs. One file per operator
-// (or per family sharing one kernel, as the element-wise ones do); ops/registry.cpp lists them.
+// One operator's kernel: what it checks at load, how it runs and what it costs. A kernel computes its
+// outputs' shapes from its inputs' (the batch may be anywhere), so one graph serves every micro-batch
+// size. One file per operator or family sharing a kernel; ops/registry.cpp lists them.
 
 #include <cstdint>
 #include <span>
@@ -12,24 +13,16 @@
 
 namespace cnet::inference::ops {
 
-// A tensor as a kernel sees it: the batch dimension first for a batched value.
-struct In {
-  std::span<const float> data;
-  std::vector<std::int64_t> shape;
-  const Value* value = nullptr;  // the graph's (constants carry their integers there)
-};
-struct Out {
-  std::vector<float>* data = nullptr;  // resized by the kernel to the shape's elements
-  std::vector<std::int64_t> shape;     // the shape the graph says, batch first
-};
+using Ins = std::span<const Tensor* const>;   // nullptr for an omitted optional input
+using Outs = std::span<Tensor* const>;
 
 struct OpKernel {
   const char* name;
-  // Refuses, at load, what this kernel does not do (an attribute value, a dtype), naming the node.
-  void (*check)(const Graph& graph, const Node& node);
-  // Multiply-adds count 2, per sample.
-  double (*flops)(const Graph& graph, const Node& node);
-  void (*run)(const Node& node, std::span<const In> in, std::span<Out> out);
+  // Refuses, at load, what this kernel does not do (an attribute value), naming the node.
+  void (*check)(const Node& node);
+  void (*run)(const Node& node, Ins in, Outs out);
+  // Multiply-adds count 2; measured on the tensors of a run (the load-time runs divide by the batch).
+  double (*flops)(const Node& node, Ins in, Outs out);
 };
 
 // The kernel for an ONNX op type, or nullptr.
@@ -38,11 +31,17 @@ const OpKernel* find_kernel(const std::string& op);
 std::vector<std::string> supported_ops();
 
 std::size_t elements(std::span<const std::int64_t> shape);
-// Per-sample elements of a graph value's shape.
-inline double per_sample(const Graph& g, int v) { return v < 0 ? 0.0 : static_cast<double>(g.values[v].elements()); }
-void no_check(const Graph&, const Node&);
-double no_flops(const Graph&, const Node&);
-// Where a node asks for something a kernel does not do: FormatError naming the node and the fix.
+void no_check(const Node&);
+double no_flops(const Node&, Ins, Outs);
+double output_elements(const Node&, Ins, Outs out);  // one operation per output element
+// Where a node asks for something a kernel does not do: FormatError naming the node and what.
 [[noreturn]] void unsupported(const Node& node, const std::string& what);
+// An axis attribute or input, negative counted from the end, checked against the rank.
+std::size_t axis_of(const Node& node, std::int64_t axis, std::size_t rank);
+// An integer input's values (shape, axes, indices).
+const std::vector<std::int64_t>& ints_of(const Node& node, const Tensor* t, const char* what);
+// Sets `out` to `shape` of floats (or integers), sized.
+void shape_floats(Tensor& out, std::vector<std::int64_t> shape);
+void shape_ints(Tensor& out, std::vector<std::int64_t> shape);
 
 }  // namespace cnet::inference::ops

@@ -1,5 +1,5 @@
-// MaxPool and AveragePool (2-D, NCHW, explicit pads; the output size the graph says, so ceil_mode holds)
-// and GlobalAveragePool. Averages sum in double in a fixed order.
+// MaxPool and AveragePool (2-D, NCHW, explicit pads, ceil_mode) and GlobalAveragePool. Averages sum in
+// double in a fixed order.
 #include <algorithm>
 #include <limits>
 
@@ -8,31 +8,38 @@
 namespace cnet::inference::ops {
 namespace {
 
-void check_window(const Graph&, const Node& n) {
+void check_window(const Node& n) {
   if (n.attr_ints("kernel_shape").size() != 2) unsupported(n, "only 2-D pooling is supported");
   if (auto pad = n.attrs.find("auto_pad"); pad != n.attrs.end() && pad->second.s != "NOTSET" && pad->second.s != "VALID")
     unsupported(n, "auto_pad " + pad->second.s + " is not supported; export with explicit pads");
   for (auto d : n.attr_ints("dilations", {1, 1}))
     if (d != 1) unsupported(n, "dilated pooling is not supported");
-  if (n.out.size() > 1) unsupported(n, "MaxPool's Indices output is not supported");
+  if (n.out.size() > 1 && n.out[1] >= 0) unsupported(n, "MaxPool's Indices output is not supported");
 }
 
-double window_flops(const Graph& g, const Node& n) {
+double window_flops(const Node& n, Ins, Outs out) {
   auto k = n.attr_ints("kernel_shape");
-  return per_sample(g, n.out[0]) * static_cast<double>(k[0] * k[1]);
+  return static_cast<double>(out[0]->elements()) * static_cast<double>(k[0] * k[1]);
+}
+
+std::int64_t pooled(std::int64_t size, std::int64_t pads, std::int64_t kernel, std::int64_t stride, bool ceil) {
+  const std::int64_t span = size + pads - kernel;
+  return (ceil ? (span + stride - 1) / stride : span / stride) + 1;
 }
 
 template <bool Max>
-void run_window(const Node& n, std::span<const In> in, std::span<Out> out) {
-  const In& x = in[0];
-  const std::int64_t planes = x.shape[0] * x.shape[1], H = x.shape[2], W = x.shape[3], OH = out[0].shape[2], OW = out[0].shape[3];
+void run_window(const Node& n, Ins in, Outs out) {
+  const Tensor& x = *in[0];
+  if (x.shape.size() != 4) unsupported(n, "only 2-D pooling of a 4-D tensor is supported");
   auto k = n.attr_ints("kernel_shape"), strides = n.attr_ints("strides", {1, 1}), pads = n.attr_ints("pads", {0, 0, 0, 0});
-  const bool count_pad = n.attr_i("count_include_pad", 0) != 0;
-  std::vector<float>& y = *out[0].data;
-  y.resize(static_cast<std::size_t>(planes * OH * OW));
+  const bool ceil = n.attr_i("ceil_mode", 0) != 0, count_pad = n.attr_i("count_include_pad", 0) != 0;
+  const std::int64_t planes = x.shape[0] * x.shape[1], H = x.shape[2], W = x.shape[3];
+  const std::int64_t OH = pooled(H, pads[0] + pads[2], k[0], strides[0], ceil), OW = pooled(W, pads[1] + pads[3], k[1], strides[1], ceil);
+  Tensor& y = *out[0];
+  shape_floats(y, {x.shape[0], x.shape[1], OH, OW});
   for (std::int64_t p = 0; p < planes; ++p) {
-    const float* src = x.data.data() + p * H * W;
-    float* dst = y.data() + p * OH * OW;
+    const float* src = x.f.data() + p * H * W;
+    float* dst = y.f.data() + p * OH * OW;
     for (std::int64_t oh = 0; oh < OH; ++oh)
       for (std::int64_t ow = 0; ow < OW; ++ow) {
         float best = -std::numeric_limits<float>::infinity();
@@ -53,25 +60,28 @@ void run_window(const Node& n, std::span<const In> in, std::span<Out> out) {
   }
 }
 
-double global_flops(const Graph& g, const Node& n) { return per_sample(g, n.in[0]); }
+double global_flops(const Node&, Ins in, Outs) { return static_cast<double>(in[0]->elements()); }
 
-void run_global(const Node&, std::span<const In> in, std::span<Out> out) {
-  const In& x = in[0];
+void run_global(const Node& n, Ins in, Outs out) {
+  const Tensor& x = *in[0];
+  if (x.shape.size() < 3) unsupported(n, "needs a tensor of rank 3 or more (N, C, ...)");
   std::int64_t planes = x.shape[0] * x.shape[1], area = 1;
   for (std::size_t d = 2; d < x.shape.size(); ++d) area *= x.shape[d];
-  std::vector<float>& y = *out[0].data;
-  y.resize(static_cast<std::size_t>(planes));
+  std::vector<std::int64_t> shape = x.shape;
+  std::fill(shape.begin() + 2, shape.end(), 1);
+  Tensor& y = *out[0];
+  shape_floats(y, shape);
   for (std::int64_t p = 0; p < planes; ++p) {
     double sum = 0;
-    for (std::int64_t i = 0; i < area; ++i) sum += x.data[p * area + i];
-    y[p] = static_cast<float>(sum / static_cast<double>(area));
+    for (std::int64_t i = 0; i < area; ++i) sum += x.f[p * area + i];
+    y.f[p] = static_cast<float>(sum / static_cast<double>(area));
   }
 }
 
 }  // namespace
 
-extern const OpKernel kMaxPool = {"MaxPool", check_window, window_flops, run_window<true>};
-extern const OpKernel kAveragePool = {"AveragePool", check_window, window_flops, run_window<false>};
-extern const OpKernel kGlobalAveragePool = {"GlobalAveragePool", no_check, global_flops, run_global};
+extern const OpKernel kMaxPool = {"MaxPool", check_window, run_window<true>, window_flops};
+extern const OpKernel kAveragePool = {"AveragePool", check_window, run_window<false>, window_flops};
+extern const OpKernel kGlobalAveragePool = {"GlobalAveragePool", no_check, run_global, global_flops};
 
 }  // namespace cnet::inference::ops

@@ -1,5 +1,4 @@
-// Every kernel, by ONNX op type.
-#include <algorithm>
+// Every kernel, by ONNX op type, and what kernels share.
 #include <map>
 #include <numeric>
 
@@ -8,15 +7,17 @@
 namespace cnet::inference::ops {
 
 extern const OpKernel kConv, kMaxPool, kAveragePool, kGlobalAveragePool, kRelu, kErf, kSqrt, kSigmoid, kTanh, kNeg, kAdd, kSub, kMul,
-    kDiv, kPow, kIdentity, kFlatten, kReshape, kSqueeze, kUnsqueeze, kBatchNormalization, kGemm, kMatMul, kSoftmax, kLayerNormalization;
+    kDiv, kPow, kEqual, kWhere, kIdentity, kFlatten, kReshape, kSqueeze, kUnsqueeze, kBatchNormalization, kGemm, kMatMul, kSoftmax,
+    kLayerNormalization, kShape, kGather, kConcat, kSlice, kTranspose, kExpand, kCast, kConstantOfShape;
 
 namespace {
 const std::map<std::string, const OpKernel*>& kernels() {
   static const std::map<std::string, const OpKernel*> all = [] {
     std::map<std::string, const OpKernel*> m;
     for (const OpKernel* k : {&kConv, &kMaxPool, &kAveragePool, &kGlobalAveragePool, &kRelu, &kErf, &kSqrt, &kSigmoid, &kTanh, &kNeg, &kAdd,
-                              &kSub, &kMul, &kDiv, &kPow, &kIdentity, &kFlatten, &kReshape, &kSqueeze, &kUnsqueeze, &kBatchNormalization,
-                              &kGemm, &kMatMul, &kSoftmax, &kLayerNormalization})
+                              &kSub, &kMul, &kDiv, &kPow, &kEqual, &kWhere, &kIdentity, &kFlatten, &kReshape, &kSqueeze, &kUnsqueeze,
+                              &kBatchNormalization, &kGemm, &kMatMul, &kSoftmax, &kLayerNormalization, &kShape, &kGather, &kConcat, &kSlice,
+                              &kTranspose, &kExpand, &kCast, &kConstantOfShape})
       m[k->name] = k;
     return m;
   }();
@@ -39,9 +40,35 @@ std::size_t elements(std::span<const std::int64_t> shape) {
   return static_cast<std::size_t>(std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>()));
 }
 
-void no_check(const Graph&, const Node&) {}
-double no_flops(const Graph&, const Node&) { return 0; }
+void no_check(const Node&) {}
+double no_flops(const Node&, Ins, Outs) { return 0; }
+double output_elements(const Node&, Ins, Outs out) { return static_cast<double>(out[0]->elements()); }
 
 void unsupported(const Node& node, const std::string& what) { throw FormatError(node.where() + ": " + what); }
+
+std::size_t axis_of(const Node& node, std::int64_t axis, std::size_t rank) {
+  const std::int64_t r = static_cast<std::int64_t>(rank);
+  if (axis < -r || axis >= r) unsupported(node, "axis " + std::to_string(axis) + " is outside a tensor of rank " + std::to_string(rank));
+  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+}
+
+const std::vector<std::int64_t>& ints_of(const Node& node, const Tensor* t, const char* what) {
+  if (!t || !t->integer) unsupported(node, std::string(what) + " must be an integer tensor");
+  return t->i;
+}
+
+void shape_floats(Tensor& out, std::vector<std::int64_t> shape) {
+  out.integer = false;
+  out.i.clear();
+  out.f.resize(elements(shape));
+  out.shape = std::move(shape);
+}
+
+void shape_ints(Tensor& out, std::vector<std::int64_t> shape) {
+  out.integer = true;
+  out.f.clear();
+  out.i.resize(elements(shape));
+  out.shape = std::move(shape);
+}
 
 }  // namespace cnet::inference::ops

@@ -220,3 +220,63 @@ TEST_F(Onnx, BroadcastingAndMatMulAgainstConstants) {
     for (int j = 0; j < 4; ++j) EXPECT_NEAR(y[row * 4 + j], e[j] / sum, 1e-6) << row << "," << j;
   }
 }
+
+namespace {
+onnx::TensorProto& int_weight(OnnxBuilder& b, const std::string& name, const std::vector<long>& values) {
+  auto& t = b.weight(name, {static_cast<long>(values.size())}, {});
+  t.set_data_type(onnx::TensorProto_DataType_INT64);
+  std::vector<std::int64_t> v(values.begin(), values.end());
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * 8));
+  return t;
+}
+}  // namespace
+
+// What a ViT export does with shapes: the batch read from Shape and put back through Concat/Reshape,
+// a class token expanded over the batch and concatenated, heads split and transposed, a slice.
+TEST_F(Onnx, ShapeArithmeticFollowsTheBatch) {
+  OnnxBuilder b;
+  b.input("x", {0, 4, 6}).output("y", {0, 10});
+  b.weight("cls", {1, 1, 6}, {9, 8, 7, 6, 5, 4});
+  int_weight(b, "zero", {0});
+  int_weight(b, "one_six", {1, 6});
+  int_weight(b, "heads", {5, 2, 3});
+  int_weight(b, "flat", {-1});
+  int_weight(b, "starts", {0});
+  int_weight(b, "ends", {10});
+  int_weight(b, "axes", {1});
+  b.node("Shape", {"x"}, {"s"});
+  auto& g = b.node("Gather", {"s", "zero"}, {"n"});  // [1]: the batch
+  OnnxBuilder::integer(g, "axis", 0);
+  auto& c1 = b.node("Concat", {"n", "one_six"}, {"cls_shape"});
+  OnnxBuilder::integer(c1, "axis", 0);
+  b.node("Expand", {"cls", "cls_shape"}, {"cls_n"});
+  auto& c2 = b.node("Concat", {"cls_n", "x"}, {"tokens"});  // [N,5,6]
+  OnnxBuilder::integer(c2, "axis", 1);
+  auto& c3 = b.node("Concat", {"n", "heads"}, {"split_shape"});
+  OnnxBuilder::integer(c3, "axis", 0);
+  b.node("Reshape", {"tokens", "split_shape"}, {"split"});  // [N,5,2,3]
+  auto& t = b.node("Transpose", {"split"}, {"heads_first"});  // [N,2,5,3]
+  OnnxBuilder::ints(t, "perm", {0, 2, 1, 3});
+  auto& c4 = b.node("Concat", {"n", "flat"}, {"flat_shape"});
+  OnnxBuilder::integer(c4, "axis", 0);
+  b.node("Reshape", {"heads_first", "flat_shape"}, {"flat_out"});  // [N,30]
+  b.node("Slice", {"flat_out", "starts", "ends", "axes"}, {"y"});  // [N,10]
+  LoadedModel m = open_model(b.save(path("shapes.onnx")));
+  std::vector<float> x(2 * 24), y;
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+  StageForward(nullptr, m.spec, 0, m.spec.layers.size()).forward(x, 2, y);
+  ASSERT_EQ(y.size(), 20u);
+  // Sample 1: tokens are cls then x[24..47] in rows of 6; head 0 takes columns 0-2 of each token.
+  const std::vector<float> want = {9, 8, 7, 24, 25, 26, 30, 31, 32, 36};
+  EXPECT_EQ(std::vector<float>(y.begin() + 10, y.end()), want);
+  EXPECT_EQ(m.spec.output_width(), 10u);
+}
+
+// A graph whose output drops the batch from the first axis cannot be cut into rows: said at load.
+TEST_F(Onnx, AnOutputWithoutTheBatchFirstIsRefused) {
+  OnnxBuilder b;
+  b.input("x", {0, 4}).output("y", {4, 0});
+  b.node("Transpose", {"x"}, {"y"});
+  std::string err = error_of(b.save(path("t.onnx")));
+  EXPECT_NE(err.find("does not keep the batch as its first axis ([4,1] for one sample)"), std::string::npos) << err;
+}

@@ -1,10 +1,13 @@
 #pragma once
 // A model as a graph of operators (what an ONNX file holds), run on the CPU one node after another.
-// Shapes are per sample: the batch is the micro-batch's row count, prepended at run time, so one graph
-// serves every micro-batch size. Constants (weights, folded shape arithmetic) are held in the graph.
-// The graph is cut into segments where exactly one non-constant tensor crosses (a ResNet block's
-// output, a ViT encoder layer's): each segment is one layer of the model's layer list (LayerKind::
-// graph_segment), so stages, cut swings, --verify and every scheme work for graphs as for layer lists.
+// Every tensor's shape is known only at run time, as the kernels compute it (the batch can sit on any
+// axis inside, as attention's reshapes put it); constants (weights, what is folded at load) live in the
+// graph. At load the graph runs twice on zeros, with a batch of 1 and of 2: every kernel is exercised
+// before any rank computes, each node's work per sample is measured, and each tensor whose first axis is
+// the batch (and whose other axes do not depend on it) is found. The graph is cut after every node where
+// exactly one such tensor is live (a ResNet block's output, a ViT encoder layer's): each part is one
+// layer of the model's layer list (LayerKind::graph_segment), so stages, cut swings, --verify and every
+// scheme work for graphs as for layer lists.
 
 #include <cstdint>
 #include <functional>
@@ -16,28 +19,38 @@
 
 namespace cnet::inference {
 
+// A tensor's values: floats, or integers (shapes, indices, booleans as 0/1).
+struct Tensor {
+  std::vector<std::int64_t> shape;
+  bool integer = false;
+  std::vector<float> f;
+  std::vector<std::int64_t> i;
+  std::size_t elements() const;
+};
+
 struct Attribute {
   std::int64_t i = 0;
   float f = 0;
   std::string s;
   std::vector<std::int64_t> ints;
   std::vector<float> floats;
+  std::shared_ptr<Tensor> t;  // a tensor attribute (ConstantOfShape's value)
 };
 
 struct Value {
   std::string name;
-  std::vector<std::int64_t> shape;  // per sample (the batch dimension left out) for a batched value; whole for a constant
   bool constant = false;
-  std::vector<float> data;          // a constant's floats
-  std::vector<std::int64_t> ints;   // a constant's integers (shapes, indices, axes)
-  bool integer = false;             // the constant is integer-typed (ints), not floats
-  std::size_t elements() const;     // of one sample (batched) or of the whole constant
+  Tensor data;                            // a constant's
+  bool batch_first = false;               // its first axis is the batch and the others are fixed
+  std::vector<std::int64_t> sample_shape;  // then: the shape of one sample
+  std::size_t sample_elements() const;
 };
 
 struct Node {
   std::string op, name;
   std::vector<int> in, out;  // value indices; -1 for an omitted optional input
   std::map<std::string, Attribute> attrs;
+  double flops = 0;          // per sample, measured at load (multiply-adds count 2)
   std::int64_t attr_i(const std::string& key, std::int64_t fallback) const;
   float attr_f(const std::string& key, float fallback) const;
   std::vector<std::int64_t> attr_ints(const std::string& key, std::vector<std::int64_t> fallback = {}) const;
@@ -57,27 +70,34 @@ struct Graph {
   std::vector<Node> nodes;      // in an order where every input is computed before it is used
   int input = -1, output = -1;
   std::vector<Segment> segments;  // covering nodes in order, each crossed by exactly one value
-  std::string describe_segment(std::size_t i) const;  // "nodes 12-19 (Conv, Relu, Add): [64,56,56]->[64,56,56]"
+  std::string describe_segment(std::size_t i) const;  // "nodes 12-19 (Conv,Relu,Add) [64,56,56]->[64,56,56]"
 };
 
-// Runs segments of a graph; buffers are kept between calls so a stage allocates once.
+// Runs nodes of a graph; buffers are kept between calls so a stage allocates once.
 class GraphRunner {
  public:
   explicit GraphRunner(std::shared_ptr<const Graph> graph);
-  // Segment `index` on `rows` samples: `in` holds rows x the segment input's elements; `out` gets
-  // rows x the output's.
+  // Segment `index` on `rows` samples: `in` holds rows x the segment input's sample elements; `out`
+  // gets rows x the output's.
   void run_segment(std::size_t index, std::span<const float> in, std::size_t rows, std::vector<float>& out);
+  // Nodes [first, last) with `input` as value `input_value`; returns value `output_value` (moved out).
+  // Throws FormatError naming the node when a kernel refuses what it is given.
+  Tensor run_nodes(std::size_t first, std::size_t last, int input_value, Tensor input, int output_value);
+  // Called after every node with its work and its outputs (the load-time measurement); null: none.
+  using NodeObserver = std::function<void(std::size_t node, double flops, std::span<Tensor* const> outputs)>;
+  void on_node(NodeObserver observer) { on_node_ = std::move(observer); }
 
  private:
   std::shared_ptr<const Graph> graph_;
-  std::vector<std::vector<float>> buffers_;  // per value
-  std::vector<std::vector<float>> pool_;     // buffers of values no longer read, reused for the next outputs
+  std::vector<Tensor> tensors_;          // per value, while it is still read
+  std::vector<std::size_t> last_use_;    // the last node reading each value
+  std::vector<std::vector<float>> pool_; // buffers of values no longer read, for the next outputs
+  NodeObserver on_node_;
 };
 
-// Cuts the graph into segments (fills graph.segments): after every node where exactly one batched value
-// is live (computed and needed later, or the graph's output) there is a cut.
-void cut_into_segments(Graph& graph);
-// The per-sample FLOPs of one node (2 per multiply-add), for balancing stages.
-double node_flops(const Graph& graph, const Node& node);
+// Runs the whole graph on zeros with a batch of 1 and of 2, measures each node's work, finds the
+// batch-first tensors, and cuts the graph into segments (fills values' batch_first/sample_shape, nodes'
+// flops and graph.segments). Throws FormatError naming the node that fails.
+void measure_and_cut(Graph& graph);
 
 }  // namespace cnet::inference
