@@ -123,6 +123,18 @@ void GraphRunner::run_segment(std::size_t index, std::span<const float> in, std:
   out = std::move(y.f);
 }
 
+void keep_constants_of(Graph& g, std::size_t first, std::size_t last) {
+  std::vector<char> used(g.values.size(), 0);
+  for (std::size_t n = first; n < last && n < g.nodes.size(); ++n)
+    for (int v : g.nodes[n].in)
+      if (v >= 0) used[v] = 1;
+  for (std::size_t v = 0; v < g.values.size(); ++v)
+    if (g.values[v].constant && !used[v]) {
+      std::vector<float>().swap(g.values[v].data.f);
+      std::vector<std::int64_t>().swap(g.values[v].data.i);
+    }
+}
+
 void measure_and_cut(Graph& g) {
   if (g.nodes.empty()) throw FormatError(g.source + ": the graph has no operator to run");
   GraphRunner runner(std::shared_ptr<const Graph>(&g, [](const Graph*) {}));
@@ -142,7 +154,7 @@ void measure_and_cut(Graph& g) {
     Tensor zeros;
     zeros.shape = {b + 1};
     zeros.shape.insert(zeros.shape.end(), g.values[g.input].sample_shape.begin(), g.values[g.input].sample_shape.end());
-    zeros.f.assign(zeros.elements(), 0.0f);
+    zeros.f.assign(ops::checked_elements(zeros.shape, g.source + ": the input"), 0.0f);
     runner.run_nodes(0, g.nodes.size(), g.input, std::move(zeros), g.output);
   }
   runner.on_node(nullptr);

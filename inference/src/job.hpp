@@ -121,6 +121,7 @@ std::vector<std::size_t> run_replicas_on_demand(transport::UcxChannel& ch, const
 struct RankSummary {
   double busy_seconds = 0;
   CutShares cut;
+  std::uint64_t peak_rss_bytes = 0;  // the rank's largest resident memory so far (getrusage)
 };
 std::vector<RankSummary> gather_summaries(transport::UcxChannel& ch, const ComputeClock& busy, CutShares cut);
 

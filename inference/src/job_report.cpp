@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <sys/resource.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -135,7 +137,9 @@ void print_banner(const InferenceOptions& o, const Job& job, const transport::Uc
 
 std::vector<RankSummary> gather_summaries(transport::UcxChannel& ch, const ComputeClock& busy, CutShares cut) {
   std::vector<RankSummary> all(ch.size());
-  const RankSummary mine{busy.seconds(), cut};
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const RankSummary mine{busy.seconds(), cut, static_cast<std::uint64_t>(usage.ru_maxrss) * 1024};
   transport::Collectives(ch).allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all)));
   return all;
 }
@@ -178,6 +182,9 @@ nlohmann::json summarize_run(const InferenceOptions& o, const Job& job, OutputSi
                             {"micro_batches", job.all.size()}, {"micro_batch_rows", o.micro_batch}, {"rows", job.input.rows},
                             {"rows_this_run", sink.rows_this_run()}, {"seconds", seconds}, {"rows_per_second", rate},
                             {"output", o.output}, {"busy_seconds", busy}};
+  std::vector<std::uint64_t> peaks;
+  for (const auto& r : ranks) peaks.push_back(r.peak_rss_bytes);
+  summary["peak_rss_bytes"] = peaks;  // per rank, at the end of its computing
   if (advice) summary["suggested_stage_layers"] = advice->layers_per_stage;
   if (job.layout.stages > 1) {
     summary["cut_moves"] = nlohmann::json::array();

@@ -259,7 +259,7 @@ void write_example_input(const std::string& path, std::size_t rows, std::size_t 
   w.sync();
 }
 
-ModelSpec graph_model(std::shared_ptr<const Graph> graph) {
+ModelSpec graph_model(std::shared_ptr<Graph> graph) {
   ModelSpec m;
   for (std::size_t i = 0; i < graph->segments.size(); ++i) {
     const Segment& s = graph->segments[i];

@@ -108,7 +108,7 @@ struct Reader {
 Tensor tensor_of(const Reader& r, const onnx::TensorProto& t, const std::string& name) {
   Tensor v;
   for (auto d : t.dims()) v.shape.push_back(d);
-  const std::size_t n = v.elements();
+  const std::size_t n = ops::checked_elements(v.shape, r.path + ": tensor '" + printable(name, 128) + "'");
   const std::string& raw = t.raw_data();
   const std::string what = "tensor '" + printable(name, 128) + "'";
   auto check_count = [&](std::size_t have, const char* unit) {
@@ -220,7 +220,10 @@ std::shared_ptr<Graph> load_onnx(const std::string& path) {
   auto graph = std::make_shared<Graph>();
   graph->source = path;
   GraphBuilder b{r, *graph, {}};
-  for (const auto& t : gp.initializer()) b.add_constant(t.name(), tensor_of(r, t, t.name()));
+  for (auto& t : *model.mutable_graph()->mutable_initializer()) {  // each weight's bytes freed once copied: one copy in memory
+    b.add_constant(t.name(), tensor_of(r, t, t.name()));
+    std::string().swap(*t.mutable_raw_data());
+  }
   for (const auto& v : gp.input()) {
     if (b.index.count(v.name())) continue;  // an initializer listed as an input (older exporters)
     if (graph->input >= 0) r.fail("has more than one input ('" + printable(graph->values[graph->input].name, 64) + "', '" + printable(v.name(), 64) +
@@ -272,7 +275,13 @@ std::shared_ptr<Graph> load_onnx(const std::string& path) {
       std::vector<Tensor> made(static_cast<std::size_t>(np.output_size()));
       std::vector<Tensor*> out;
       for (auto& t : made) out.push_back(&t);
-      kernel->run(node, in, out);
+      try {
+        kernel->run(node, in, out);
+      } catch (const FormatError& e) {
+        r.fail(e.what());
+      } catch (const std::exception& e) {
+        r.fail(node.where() + ": " + e.what());
+      }
       for (int o = 0; o < np.output_size(); ++o) b.add_constant(np.output(o), std::move(made[o]));
       continue;
     }

@@ -174,3 +174,7 @@ PY
 cleanup() { rm -f "$json"; }
 echo "== pipeline: cnet-run --local 2 vs one process"
 bash "$repo/tests/bench/pipeline.sh" "$build"
+
+# Real models: ONNX resnet50 and vit_b_16 against PyTorch itself, and resnet50 in 2 stages.
+echo "== onnx: cnet-run vs PyTorch, and 2 stages vs one process"
+bash "$repo/tests/bench/onnx_models.sh" "$build"

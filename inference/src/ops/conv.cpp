@@ -25,6 +25,10 @@ Geometry geometry(const Node& n, const Tensor& x, const Tensor& w) {
   auto s = n.attr_ints("strides", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0}), d = n.attr_ints("dilations", {1, 1});
   Geometry g{x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[1], w.shape[2], w.shape[3], 0, 0,
              n.attr_i("group", 1), s[0], s[1], p[0], p[1], d[0], d[1]};
+  for (std::int64_t v : {g.sh, g.sw, g.dh, g.dw, g.kh, g.kw, g.C, g.H, g.W, g.M, g.kC})
+    if (v < 1) unsupported(n, "strides, dilations and every size must be at least 1");
+  for (std::int64_t pad : p)
+    if (pad < 0) unsupported(n, "negative padding");
   if (g.group < 1 || g.C != g.kC * g.group || g.M % g.group != 0)
     unsupported(n, "input channels " + std::to_string(g.C) + " do not match the weight's " + std::to_string(g.kC) + " x group " + std::to_string(g.group));
   g.OH = (g.H + p[0] + p[2] - g.dh * (g.kh - 1) - 1) / g.sh + 1;

@@ -24,6 +24,7 @@ void run_gemm(const Node& n, Ins in, Outs out) {
   const bool trans_b = n.attr_i("transB", 0) != 0;
   if (a.shape.size() != 2 || b.shape.size() != 2 || a.integer || b.integer) unsupported(n, "A and B must be float matrices");
   const std::int64_t rows = a.shape[0], K = a.shape[1], N = trans_b ? b.shape[0] : b.shape[1];
+  if (rows < 1 || K < 1 || N < 1) unsupported(n, "an empty matrix");
   if ((trans_b ? b.shape[1] : b.shape[0]) != K) unsupported(n, "A's columns do not match B's rows");
   const float alpha = n.attr_f("alpha", 1.0f), beta = n.attr_f("beta", 1.0f);
   Tensor& y = *out[0];
@@ -46,6 +47,7 @@ void run_matmul(const Node& n, Ins in, Outs out) {
   const Tensor &a = *in[0], &b = *in[1];
   if (a.shape.size() < 2 || b.shape.size() < 2 || a.integer || b.integer) unsupported(n, "needs float operands of rank 2 or more");
   const std::int64_t M = a.shape[a.shape.size() - 2], K = a.shape.back(), N = b.shape.back();
+  if (M < 1 || K < 1 || N < 1) unsupported(n, "an empty matrix");
   if (b.shape[b.shape.size() - 2] != K) unsupported(n, "the operands' inner dimensions differ (" + std::to_string(K) + ", " + std::to_string(b.shape[b.shape.size() - 2]) + ")");
   // The broadcast batch of matrices.
   const std::size_t lead = std::max(a.shape.size(), b.shape.size()) - 2;

@@ -30,7 +30,12 @@ const OpKernel* find_kernel(const std::string& op);
 // Every op type a kernel exists for, sorted: what an error about an unsupported op lists.
 std::vector<std::string> supported_ops();
 
+// The values a shape holds; SIZE_MAX for a negative dimension or one past size_t.
 std::size_t elements(std::span<const std::int64_t> shape);
+// The same, refusing (FormatError naming `what`) a tensor of more than kMostElements: a damaged model
+// must not make cnet allocate without bound.
+constexpr std::size_t kMostElements = std::size_t{1} << 28;
+std::size_t checked_elements(std::span<const std::int64_t> shape, const std::string& what);
 void no_check(const Node&);
 double no_flops(const Node&, Ins, Outs);
 double output_elements(const Node&, Ins, Outs out);  // one operation per output element

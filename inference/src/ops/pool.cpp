@@ -32,10 +32,14 @@ void run_window(const Node& n, Ins in, Outs out) {
   const Tensor& x = *in[0];
   if (x.shape.size() != 4) unsupported(n, "only 2-D pooling of a 4-D tensor is supported");
   auto k = n.attr_ints("kernel_shape"), strides = n.attr_ints("strides", {1, 1}), pads = n.attr_ints("pads", {0, 0, 0, 0});
+  if (k.size() != 2 || strides.size() != 2 || pads.size() != 4 || k[0] < 1 || k[1] < 1 || strides[0] < 1 || strides[1] < 1 ||
+      std::any_of(pads.begin(), pads.end(), [](std::int64_t p) { return p < 0; }))
+    unsupported(n, "kernel_shape and strides must be 2 values of at least 1, pads 4 values of at least 0");
   const bool ceil = n.attr_i("ceil_mode", 0) != 0, count_pad = n.attr_i("count_include_pad", 0) != 0;
   const std::int64_t planes = x.shape[0] * x.shape[1], H = x.shape[2], W = x.shape[3];
   const std::int64_t OH = pooled(H, pads[0] + pads[2], k[0], strides[0], ceil), OW = pooled(W, pads[1] + pads[3], k[1], strides[1], ceil);
   Tensor& y = *out[0];
+  if (OH < 1 || OW < 1) unsupported(n, "the window is larger than the padded input");
   shape_floats(y, {x.shape[0], x.shape[1], OH, OW});
   for (std::int64_t p = 0; p < planes; ++p) {
     const float* src = x.f.data() + p * H * W;

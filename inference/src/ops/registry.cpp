@@ -1,6 +1,6 @@
 // Every kernel, by ONNX op type, and what kernels share.
 #include <map>
-#include <numeric>
+#include <cstdint>
 
 #include "op.hpp"
 
@@ -37,7 +37,21 @@ std::vector<std::string> supported_ops() {
 }
 
 std::size_t elements(std::span<const std::int64_t> shape) {
-  return static_cast<std::size_t>(std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>()));
+  std::uint64_t n = 1;
+  for (std::int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, static_cast<std::uint64_t>(d), &n)) return SIZE_MAX;
+  return static_cast<std::size_t>(n);
+}
+
+std::size_t checked_elements(std::span<const std::int64_t> shape, const std::string& what) {
+  const std::size_t n = elements(shape);
+  if (n > kMostElements) {
+    std::string text;
+    for (std::int64_t d : shape) text += (text.empty() ? "" : ",") + std::to_string(d);
+    throw FormatError(what + ": a tensor of shape [" + text + "] is more than cnet holds in one tensor (" + std::to_string(kMostElements) +
+                      " values, 1 GiB of floats); a damaged model, or micro-batches too large (--micro-batch)");
+  }
+  return n;
 }
 
 void no_check(const Node&) {}
@@ -60,14 +74,14 @@ const std::vector<std::int64_t>& ints_of(const Node& node, const Tensor* t, cons
 void shape_floats(Tensor& out, std::vector<std::int64_t> shape) {
   out.integer = false;
   out.i.clear();
-  out.f.resize(elements(shape));
+  out.f.resize(checked_elements(shape, "an operator's output"));
   out.shape = std::move(shape);
 }
 
 void shape_ints(Tensor& out, std::vector<std::int64_t> shape) {
   out.integer = true;
   out.f.clear();
-  out.i.resize(elements(shape));
+  out.i.resize(checked_elements(shape, "an operator's output"));
   out.shape = std::move(shape);
 }
 

@@ -95,6 +95,9 @@ class GraphRunner {
   NodeObserver on_node_;
 };
 
+// Frees the constants no node in [first, last) reads: a stage keeps only its own weights.
+void keep_constants_of(Graph& graph, std::size_t first_node, std::size_t last_node);
+
 // Runs the whole graph on zeros with a batch of 1 and of 2, measures each node's work, finds the
 // batch-first tensors, and cuts the graph into segments (fills values' batch_first/sample_shape, nodes'
 // flops and graph.segments). Throws FormatError naming the node that fails.

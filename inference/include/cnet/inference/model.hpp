@@ -39,7 +39,7 @@ struct LayerSpec {
 
 struct ModelSpec {
   std::vector<LayerSpec> layers;
-  std::shared_ptr<const Graph> graph;  // an operator graph's model: its layers are the graph's segments
+  std::shared_ptr<Graph> graph;  // an operator graph's model: its layers are the graph's segments
   std::size_t input_width() const { return layers.front().in; }
   std::size_t output_width() const { return layers.back().out; }
 };
@@ -54,7 +54,7 @@ struct LoadedModel {
 };
 LoadedModel open_model(const std::string& path);
 // An ONNX model's graph as segments: the layers of its ModelSpec.
-ModelSpec graph_model(std::shared_ptr<const Graph> graph);
+ModelSpec graph_model(std::shared_ptr<Graph> graph);
 
 // What `cnet-run make-model` writes: `layers` residual MLP blocks of width `hidden` (fc1 to 4*hidden,
 // GELU), with a LayerNorm and a linear head of width `outputs`, weights drawn from a fixed seed.
