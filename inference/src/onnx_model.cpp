@@ -7,6 +7,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include <map>
 #include <set>
 
+#include "cnet/common/process.hpp"
 #include "cnet/common/text.hpp"
 #include "cnet/inference/safetensors.hpp"
 #include "ops/op.hpp"
@@ -89,18 +91,30 @@ struct Reader {
     }
   }
 
-  void check_and_infer(onnx::ModelProto& model) const {
-    try {
-      onnx::checker::check_model(model);
-    } catch (const std::exception& e) {
-      fail("fails ONNX's model checker: " + printable(e.what(), 400));
-    }
-    try {
-      onnx::ShapeInferenceOptions options(true, 0, false);  // types checked; shapes are measured at load by running the graph
-      onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
-    } catch (const std::exception& e) {
-      fail("ONNX's shape inference fails: " + printable(e.what(), 400));
-    }
+  // ONNX's checker and its type and shape inference, in a child: Debian's libonnx 1.12 divides by zero
+  // on some damaged models (a Conv with a stride of 0), which must be an error, not the end of cnet-run.
+  // The inferred shapes are not kept: cnet measures them by running the graph (see graph.hpp).
+  void check_and_infer(const onnx::ModelProto& model) const {
+    auto r = common::run_in_child(
+        [&] {
+          try {
+            onnx::checker::check_model(model);
+          } catch (const std::exception& e) {
+            return "fails ONNX's model checker: " + printable(e.what(), 400);
+          }
+          try {
+            onnx::ModelProto inferred = model;
+            onnx::ShapeInferenceOptions options(true, 0, false);
+            onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(), options);
+          } catch (const std::exception& e) {
+            return "ONNX's shape inference fails: " + printable(e.what(), 400);
+          }
+          return std::string();
+        },
+        std::chrono::seconds(120));
+    if (r.timed_out) fail("ONNX's checker did not finish within 120 s");
+    if (!r.ok()) fail("ONNX's checker crashed on it (exit " + std::to_string(r.exit_code) + "): a damaged model; re-export it");
+    if (!r.output.empty()) fail(r.output);
   }
 };
 

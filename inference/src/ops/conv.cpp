@@ -26,9 +26,9 @@ Geometry geometry(const Node& n, const Tensor& x, const Tensor& w) {
   Geometry g{x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[1], w.shape[2], w.shape[3], 0, 0,
              n.attr_i("group", 1), s[0], s[1], p[0], p[1], d[0], d[1]};
   for (std::int64_t v : {g.sh, g.sw, g.dh, g.dw, g.kh, g.kw, g.C, g.H, g.W, g.M, g.kC})
-    if (v < 1) unsupported(n, "strides, dilations and every size must be at least 1");
+    if (v < 1 || v > static_cast<std::int64_t>(kMostElements)) unsupported(n, "strides, dilations and every size must be between 1 and 2^28");
   for (std::int64_t pad : p)
-    if (pad < 0) unsupported(n, "negative padding");
+    if (pad < 0 || pad > static_cast<std::int64_t>(kMostElements)) unsupported(n, "padding must be between 0 and 2^28");
   if (g.group < 1 || g.C != g.kC * g.group || g.M % g.group != 0)
     unsupported(n, "input channels " + std::to_string(g.C) + " do not match the weight's " + std::to_string(g.kC) + " x group " + std::to_string(g.group));
   g.OH = (g.H + p[0] + p[2] - g.dh * (g.kh - 1) - 1) / g.sh + 1;

@@ -2,7 +2,9 @@
 // or integers (shape arithmetic: Add, Sub, Mul, Div, Equal run on integer tensors too).
 #include <algorithm>
 #include <array>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 
 #include "op.hpp"
 
@@ -72,17 +74,36 @@ void each(const std::vector<std::int64_t>& shape, const std::array<const Tensor*
 
 enum class Op { add, sub, mul, div, pow, equal };
 
-template <typename T>
-T apply(Op op, T a, T b) {
+float apply(Op op, float a, float b) {
   switch (op) {
     case Op::add: return a + b;
     case Op::sub: return a - b;
     case Op::mul: return a * b;
     case Op::div: return a / b;
-    case Op::pow: return b == T(2) ? a * a : static_cast<T>(std::pow(a, b));
+    case Op::pow: return b == 2.0f ? a * a : std::pow(a, b);
     case Op::equal: return a == b;
   }
   return a;
+}
+
+// Integer arithmetic (shapes, indices) checked: a damaged model's constants must not overflow.
+std::int64_t apply_int(const Node& n, Op op, std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  bool overflow = false;
+  switch (op) {
+    case Op::add: overflow = __builtin_add_overflow(a, b, &r); break;
+    case Op::sub: overflow = __builtin_sub_overflow(a, b, &r); break;
+    case Op::mul: overflow = __builtin_mul_overflow(a, b, &r); break;
+    case Op::div:
+      if (b == 0) unsupported(n, "integer division by zero");
+      overflow = a == INT64_MIN && b == -1;
+      r = overflow ? 0 : a / b;
+      break;
+    case Op::pow: unsupported(n, "integer Pow is not supported");
+    case Op::equal: r = a == b; break;
+  }
+  if (overflow) unsupported(n, "integer overflow (" + std::to_string(a) + ", " + std::to_string(b) + ")");
+  return r;
 }
 
 template <Op O>
@@ -93,8 +114,7 @@ void run_binary(const Node& n, Ins in, Outs out) {
   const auto shape = broadcast(n, {&a, &b});
   if (a.integer) {
     shape_ints(y, shape);
-    if (O == Op::div && std::find(b.i.begin(), b.i.end(), 0) != b.i.end()) unsupported(n, "integer division by zero");
-    each<2>(shape, {&a, &b}, [&](std::size_t i, const std::array<std::int64_t, 2>& at) { y.i[i] = apply(O, a.i[at[0]], b.i[at[1]]); });
+    each<2>(shape, {&a, &b}, [&](std::size_t i, const std::array<std::int64_t, 2>& at) { y.i[i] = apply_int(n, O, a.i[at[0]], b.i[at[1]]); });
     return;
   }
   if (O == Op::equal) {

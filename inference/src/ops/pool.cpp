@@ -32,9 +32,10 @@ void run_window(const Node& n, Ins in, Outs out) {
   const Tensor& x = *in[0];
   if (x.shape.size() != 4) unsupported(n, "only 2-D pooling of a 4-D tensor is supported");
   auto k = n.attr_ints("kernel_shape"), strides = n.attr_ints("strides", {1, 1}), pads = n.attr_ints("pads", {0, 0, 0, 0});
-  if (k.size() != 2 || strides.size() != 2 || pads.size() != 4 || k[0] < 1 || k[1] < 1 || strides[0] < 1 || strides[1] < 1 ||
-      std::any_of(pads.begin(), pads.end(), [](std::int64_t p) { return p < 0; }))
-    unsupported(n, "kernel_shape and strides must be 2 values of at least 1, pads 4 values of at least 0");
+  constexpr auto most = static_cast<std::int64_t>(kMostElements);
+  auto out_of = [&](const std::vector<std::int64_t>& v, std::int64_t low) { return std::any_of(v.begin(), v.end(), [&](std::int64_t e) { return e < low || e > most; }); };
+  if (k.size() != 2 || strides.size() != 2 || pads.size() != 4 || out_of(k, 1) || out_of(strides, 1) || out_of(pads, 0))
+    unsupported(n, "kernel_shape and strides must be 2 values of 1 to 2^28, pads 4 values of 0 to 2^28");
   const bool ceil = n.attr_i("ceil_mode", 0) != 0, count_pad = n.attr_i("count_include_pad", 0) != 0;
   const std::int64_t planes = x.shape[0] * x.shape[1], H = x.shape[2], W = x.shape[3];
   const std::int64_t OH = pooled(H, pads[0] + pads[2], k[0], strides[0], ceil), OW = pooled(W, pads[1] + pads[3], k[1], strides[1], ceil);

@@ -1,5 +1,6 @@
 // Every kernel, by ONNX op type, and what kernels share.
 #include <map>
+#include <algorithm>
 #include <cstdint>
 
 #include "op.hpp"
@@ -45,7 +46,12 @@ std::size_t elements(std::span<const std::int64_t> shape) {
 
 std::size_t checked_elements(std::span<const std::int64_t> shape, const std::string& what) {
   const std::size_t n = elements(shape);
-  if (n > kMostElements) {
+  // Every partial product bounded too (an empty tensor's other axes as well): index arithmetic over
+  // the shape cannot overflow.
+  std::uint64_t spread = 1;
+  bool bounded = n != SIZE_MAX;
+  for (std::int64_t d : shape) bounded = bounded && !__builtin_mul_overflow(spread, static_cast<std::uint64_t>(std::max<std::int64_t>(d, 1)), &spread) && spread <= kMostElements;
+  if (n > kMostElements || !bounded) {
     std::string text;
     for (std::int64_t d : shape) text += (text.empty() ? "" : ",") + std::to_string(d);
     throw FormatError(what + ": a tensor of shape [" + text + "] is more than cnet holds in one tensor (" + std::to_string(kMostElements) +

@@ -41,8 +41,8 @@ void run_reshape(const Node& n, Ins in, Outs out) {
       infer = static_cast<std::int64_t>(d);
     } else if (shape[d] < 0) {
       unsupported(n, "a negative size in the shape");
-    } else {
-      known *= shape[d];
+    } else if (__builtin_mul_overflow(known, shape[d], &known)) {
+      unsupported(n, "the shape's sizes overflow");
     }
   }
   const auto total = static_cast<std::int64_t>(in[0]->elements());

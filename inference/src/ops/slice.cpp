@@ -22,12 +22,12 @@ void run(const Node& n, Ins in, Outs out) {
   for (std::size_t k = 0; k < starts.size(); ++k) {
     const std::size_t a = axis_of(n, axes[k], rank);
     const std::int64_t dim = x.shape[a], s = steps[k];
-    if (s == 0) unsupported(n, "a step of 0");
+    if (s == 0 || s == std::numeric_limits<std::int64_t>::min()) unsupported(n, "a step of 0 (or of the smallest integer)");
     auto bound = [&](std::int64_t v, std::int64_t lo, std::int64_t hi) { return std::clamp(v < 0 ? v + dim : v, lo, hi); };
     const std::int64_t b = s > 0 ? bound(starts[k], 0, dim) : bound(starts[k], -1, dim - 1);
     const std::int64_t e = s > 0 ? bound(ends[k], 0, dim) : bound(ends[k], -1, dim - 1);
     first[a] = b, step[a] = s;
-    shape[a] = s > 0 ? std::max<std::int64_t>(0, (e - b + s - 1) / s) : std::max<std::int64_t>(0, (b - e - s - 1) / -s);
+    shape[a] = s > 0 ? (e > b ? (e - b - 1) / s + 1 : 0) : (b > e ? (b - e - 1) / -s + 1 : 0);
   }
   Tensor& y = *out[0];
   if (x.integer) shape_ints(y, shape);
