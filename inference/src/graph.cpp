@@ -71,6 +71,16 @@ Tensor GraphRunner::run_nodes(std::size_t first, std::size_t last, int input_val
     in.clear();
     out.clear();
     for (int v : node.in) in.push_back(v < 0 ? nullptr : g.values[v].constant ? &g.values[v].data : &tensors_[v]);
+    const ops::OpKernel* kernel = ops::find_kernel(node.op);
+    // In place: the first input's buffer becomes the output when nothing reads that input afterwards.
+    const int first = node.in.empty() ? -1 : node.in[0];
+    const bool in_place = kernel->in_place && first >= 0 && !g.values[first].constant && first != output_value && last_use_[first] == n &&
+                          !node.out.empty() && node.out[0] >= 0 && std::count(node.in.begin(), node.in.end(), first) == 1;
+    if (in_place) {
+      tensors_[node.out[0]] = std::move(tensors_[first]);
+      tensors_[first] = Tensor{};
+      in[0] = &tensors_[node.out[0]];
+    }
     for (int v : node.out) {
       if (v < 0) continue;
       Tensor& t = tensors_[v];
@@ -80,7 +90,6 @@ Tensor GraphRunner::run_nodes(std::size_t first, std::size_t last, int input_val
       }
       out.push_back(&t);
     }
-    const ops::OpKernel* kernel = ops::find_kernel(node.op);
     try {
       kernel->run(node, in, out);
     } catch (const FormatError&) {
@@ -90,7 +99,7 @@ Tensor GraphRunner::run_nodes(std::size_t first, std::size_t last, int input_val
     }
     if (on_node_) on_node_(n, kernel->flops(node, in, out), out);
     for (int v : node.in)
-      if (v >= 0 && !g.values[v].constant && v != output_value && last_use_[v] <= n) {
+      if (v >= 0 && !g.values[v].constant && v != output_value && last_use_[v] <= n && !(in_place && v == first)) {
         pool_.push_back(std::move(tensors_[v].f));
         tensors_[v] = Tensor{};
       }

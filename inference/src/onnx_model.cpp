@@ -221,6 +221,36 @@ Attribute attribute_of(const Reader& r, const onnx::AttributeProto& a) {
   return out;
 }
 
+// A Relu right after a Conv or an Add that nothing else reads is done by that node as it writes its
+// output (attribute cnet.relu), while the values are still in cache: one pass over the activations less,
+// the same values.
+void fuse_relus(Graph& g) {
+  std::vector<int> readers(g.values.size(), 0);
+  for (const auto& node : g.nodes)
+    for (int v : node.in)
+      if (v >= 0) ++readers[v];
+  std::vector<int> made_by(g.values.size(), -1);
+  std::vector<char> gone(g.nodes.size(), 0);
+  for (std::size_t n = 0; n < g.nodes.size(); ++n) {
+    Node& node = g.nodes[n];
+    for (int v : node.out)
+      if (v >= 0) made_by[v] = static_cast<int>(n);
+    if (node.op != "Relu" || node.in.size() != 1 || node.in[0] < 0) continue;
+    const int v = node.in[0], producer = made_by[v];
+    if (producer < 0 || readers[v] != 1 || v == g.output) continue;
+    Node& p = g.nodes[producer];
+    if ((p.op != "Conv" && p.op != "Add") || p.out.size() != 1 || p.attrs.count("cnet.relu")) continue;
+    p.attrs["cnet.relu"].i = 1;
+    p.out[0] = node.out[0];
+    made_by[node.out[0]] = producer;
+    gone[n] = 1;
+  }
+  std::vector<Node> kept;
+  for (std::size_t n = 0; n < g.nodes.size(); ++n)
+    if (!gone[n]) kept.push_back(std::move(g.nodes[n]));
+  g.nodes = std::move(kept);
+}
+
 }  // namespace
 
 std::shared_ptr<Graph> load_onnx(const std::string& path) {
@@ -312,6 +342,7 @@ std::shared_ptr<Graph> load_onnx(const std::string& path) {
   auto out = b.index.find(gp.output(0).name());
   if (out == b.index.end() || graph->values[out->second].constant) r.fail("its output is not computed from its input");
   graph->output = out->second;
+  fuse_relus(*graph);
   measure_and_cut(*graph);
   return graph;
 }

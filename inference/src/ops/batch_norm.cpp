@@ -32,6 +32,6 @@ void run(const Node& n, Ins in, Outs out) {
 
 }  // namespace
 
-extern const OpKernel kBatchNormalization = {"BatchNormalization", check, run, flops};
+extern const OpKernel kBatchNormalization = {"BatchNormalization", check, run, flops, true};
 
 }  // namespace cnet::inference::ops

@@ -37,6 +37,33 @@ Geometry geometry(const Node& n, const Tensor& x, const Tensor& w) {
   return g;
 }
 
+// One sample's (and group's) patches as columns: row (channel, kernel row, kernel column), column (output
+// row, output column). Each output row's run of input columns inside the image is found once, so the
+// copy has no test per value (and is a plain copy at stride 1).
+void im2col(const Geometry& g, const float* image, float* c) {
+  for (std::int64_t ch = 0; ch < g.kC; ++ch)
+    for (std::int64_t i = 0; i < g.kh; ++i)
+      for (std::int64_t j = 0; j < g.kw; ++j) {
+        const std::int64_t shift = j * g.dw - g.pl;  // iw = ow * sw + shift
+        // The output columns whose input column lies in [0, W).
+        const std::int64_t lo = std::clamp<std::int64_t>((-shift + g.sw - 1) / g.sw, 0, g.OW);
+        const std::int64_t hi = std::clamp<std::int64_t>(shift >= g.W ? 0 : (g.W - 1 - shift) / g.sw + 1, lo, g.OW);
+        for (std::int64_t oh = 0; oh < g.OH; ++oh, c += g.OW) {
+          const std::int64_t ih = oh * g.sh - g.pt + i * g.dh;
+          if (ih < 0 || ih >= g.H) {
+            std::fill(c, c + g.OW, 0.0f);
+            continue;
+          }
+          std::fill(c, c + lo, 0.0f);
+          const std::int64_t row = (ch * g.H + ih) * g.W + shift;  // + ow * sw: inside the image for lo <= ow < hi
+          if (g.sw == 1) std::copy(image + row + lo, image + row + hi, c + lo);
+          else
+            for (std::int64_t ow = lo; ow < hi; ++ow) c[ow] = image[row + ow * g.sw];
+          std::fill(c + hi, c + g.OW, 0.0f);
+        }
+      }
+}
+
 double flops(const Node&, Ins in, Outs out) {
   const auto& w = in[1]->shape;
   return 2.0 * static_cast<double>(out[0]->elements()) * static_cast<double>(w[1] * w[2] * w[3]);
@@ -52,30 +79,26 @@ void run(const Node& n, Ins in, Outs out) {
   thread_local std::vector<float> col;
   if (!direct) col.resize(static_cast<std::size_t>(K * spatial));
   const Tensor* bias = in.size() > 2 ? in[2] : nullptr;
+  const bool relu = n.attr_i("cnet.relu", 0) != 0;
   for (std::int64_t s = 0; s < g.batch; ++s)
     for (std::int64_t grp = 0; grp < g.group; ++grp) {
       const float* image = x.f.data() + (s * g.C + grp * g.kC) * g.H * g.W;
       const float* b = image;
       if (!direct) {
-        float* c = col.data();
-        for (std::int64_t ch = 0; ch < g.kC; ++ch)
-          for (std::int64_t i = 0; i < g.kh; ++i)
-            for (std::int64_t j = 0; j < g.kw; ++j)
-              for (std::int64_t oh = 0; oh < g.OH; ++oh) {
-                const std::int64_t ih = oh * g.sh - g.pt + i * g.dh;
-                for (std::int64_t ow = 0; ow < g.OW; ++ow) {
-                  const std::int64_t iw = ow * g.sw - g.pl + j * g.dw;
-                  *c++ = ih < 0 || ih >= g.H || iw < 0 || iw >= g.W ? 0.0f : image[(ch * g.H + ih) * g.W + iw];
-                }
-              }
+        im2col(g, image, col.data());
         b = col.data();
       }
       float* dst = y.f.data() + (s * g.M + grp * Mg) * spatial;
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(Mg), static_cast<int>(spatial), static_cast<int>(K), 1.0f,
                   w.f.data() + grp * Mg * K, static_cast<int>(K), b, static_cast<int>(spatial), 0.0f, dst, static_cast<int>(spatial));
-      if (bias && !bias->f.empty())
-        for (std::int64_t m = 0; m < Mg; ++m)
-          std::for_each(dst + m * spatial, dst + (m + 1) * spatial, [v = bias->f[grp * Mg + m]](float& e) { e += v; });
+      // The bias, and a Relu fused at load, while the sample's output is still in cache.
+      if (relu || (bias && !bias->f.empty()))
+        for (std::int64_t m = 0; m < Mg; ++m) {
+          const float add = bias && !bias->f.empty() ? bias->f[grp * Mg + m] : 0.0f;
+          float* row = dst + m * spatial;
+          if (relu) std::for_each(row, row + spatial, [add](float& e) { e = std::max(e + add, 0.0f); });
+          else std::for_each(row, row + spatial, [add](float& e) { e += add; });
+        }
     }
 }
 

@@ -110,8 +110,20 @@ template <Op O>
 void run_binary(const Node& n, Ins in, Outs out) {
   const Tensor &a = *in[0], &b = *in[1];
   if (a.integer != b.integer) unsupported(n, "an integer and a float operand (a Cast is missing)");
-  Tensor& y = *out[0];
   const auto shape = broadcast(n, {&a, &b});
+  // In place on the first input only where it already has the result's shape; else through a new tensor.
+  Tensor fresh;
+  const bool aliased = out[0] == in[0] || out[0] == in[1];
+  const bool through_fresh = aliased && (out[0] != in[0] || a.shape != shape || O == Op::equal);
+  Tensor& y = through_fresh ? fresh : *out[0];
+  struct Finish {
+    Tensor& fresh;
+    Tensor* target;
+    bool use;
+    ~Finish() {
+      if (use) std::swap(*target, fresh);
+    }
+  } finish{fresh, out[0], through_fresh};
   if (a.integer) {
     shape_ints(y, shape);
     each<2>(shape, {&a, &b}, [&](std::size_t i, const std::array<std::int64_t, 2>& at) { y.i[i] = apply_int(n, O, a.i[at[0]], b.i[at[1]]); });
@@ -124,10 +136,15 @@ void run_binary(const Node& n, Ins in, Outs out) {
   }
   shape_floats(y, shape);
   if (a.f.size() == y.f.size() && b.f.size() == y.f.size()) {
-    for (std::size_t i = 0; i < y.f.size(); ++i) y.f[i] = apply(O, a.f[i], b.f[i]);
+    if (n.attr_i("cnet.relu", 0) != 0)  // a Relu fused at load (a residual block's end)
+      for (std::size_t i = 0; i < y.f.size(); ++i) y.f[i] = std::max(apply(O, a.f[i], b.f[i]), 0.0f);
+    else
+      for (std::size_t i = 0; i < y.f.size(); ++i) y.f[i] = apply(O, a.f[i], b.f[i]);
     return;
   }
   each<2>(shape, {&a, &b}, [&](std::size_t i, const std::array<std::int64_t, 2>& at) { y.f[i] = apply(O, a.f[at[0]], b.f[at[1]]); });
+  if (n.attr_i("cnet.relu", 0) != 0)
+    for (float& v : y.f) v = std::max(v, 0.0f);
 }
 
 // Where(condition, x, y): x where the condition holds, else y.
@@ -147,17 +164,17 @@ void run_where(const Node& n, Ins in, Outs out) {
 
 }  // namespace
 
-extern const OpKernel kRelu = {"Relu", no_check, run_unary<relu>, output_elements};
-extern const OpKernel kErf = {"Erf", no_check, run_unary<erf>, output_elements};
-extern const OpKernel kSqrt = {"Sqrt", no_check, run_unary<sqrt>, output_elements};
-extern const OpKernel kSigmoid = {"Sigmoid", no_check, run_unary<sigmoid>, output_elements};
-extern const OpKernel kTanh = {"Tanh", no_check, run_unary<tanh>, output_elements};
-extern const OpKernel kNeg = {"Neg", no_check, run_unary<neg>, output_elements};
-extern const OpKernel kAdd = {"Add", no_check, run_binary<Op::add>, output_elements};
-extern const OpKernel kSub = {"Sub", no_check, run_binary<Op::sub>, output_elements};
-extern const OpKernel kMul = {"Mul", no_check, run_binary<Op::mul>, output_elements};
-extern const OpKernel kDiv = {"Div", no_check, run_binary<Op::div>, output_elements};
-extern const OpKernel kPow = {"Pow", no_check, run_binary<Op::pow>, output_elements};
+extern const OpKernel kRelu = {"Relu", no_check, run_unary<relu>, output_elements, true};
+extern const OpKernel kErf = {"Erf", no_check, run_unary<erf>, output_elements, true};
+extern const OpKernel kSqrt = {"Sqrt", no_check, run_unary<sqrt>, output_elements, true};
+extern const OpKernel kSigmoid = {"Sigmoid", no_check, run_unary<sigmoid>, output_elements, true};
+extern const OpKernel kTanh = {"Tanh", no_check, run_unary<tanh>, output_elements, true};
+extern const OpKernel kNeg = {"Neg", no_check, run_unary<neg>, output_elements, true};
+extern const OpKernel kAdd = {"Add", no_check, run_binary<Op::add>, output_elements, true};
+extern const OpKernel kSub = {"Sub", no_check, run_binary<Op::sub>, output_elements, true};
+extern const OpKernel kMul = {"Mul", no_check, run_binary<Op::mul>, output_elements, true};
+extern const OpKernel kDiv = {"Div", no_check, run_binary<Op::div>, output_elements, true};
+extern const OpKernel kPow = {"Pow", no_check, run_binary<Op::pow>, output_elements, true};
 extern const OpKernel kEqual = {"Equal", no_check, run_binary<Op::equal>, no_flops};
 extern const OpKernel kWhere = {"Where", no_check, run_where, no_flops};
 

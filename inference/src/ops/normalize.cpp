@@ -58,7 +58,7 @@ void run_layer_norm(const Node& n, Ins in, Outs out) {
 
 }  // namespace
 
-extern const OpKernel kSoftmax = {"Softmax", no_check, run_softmax, five_per_element};
-extern const OpKernel kLayerNormalization = {"LayerNormalization", no_check, run_layer_norm, five_per_element};
+extern const OpKernel kSoftmax = {"Softmax", no_check, run_softmax, five_per_element, true};
+extern const OpKernel kLayerNormalization = {"LayerNormalization", no_check, run_layer_norm, five_per_element, true};
 
 }  // namespace cnet::inference::ops

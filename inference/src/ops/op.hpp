@@ -23,6 +23,9 @@ struct OpKernel {
   void (*run)(const Node& node, Ins in, Outs out);
   // Multiply-adds count 2; measured on the tensors of a run (the load-time runs divide by the batch).
   double (*flops)(const Node& node, Ins in, Outs out);
+  // The kernel may be given its first input as its output (the same Tensor) when nothing reads that
+  // input later: element-wise and reshaping operators then work in place instead of allocating.
+  bool in_place = false;
 };
 
 // The kernel for an ONNX op type, or nullptr.

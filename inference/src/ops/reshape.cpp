@@ -7,10 +7,13 @@
 namespace cnet::inference::ops {
 namespace {
 
+// In place (x is y) only the shape changes; else the values are copied.
 void reshaped(const Tensor& x, Tensor& y, std::vector<std::int64_t> shape) {
-  y.integer = x.integer;
-  y.f = x.f;
-  y.i = x.i;
+  if (&x != &y) {
+    y.integer = x.integer;
+    y.f = x.f;
+    y.i = x.i;
+  }
   y.shape = std::move(shape);
 }
 
@@ -86,10 +89,10 @@ void run_squeeze(const Node& n, Ins in, Outs out) {
 
 }  // namespace
 
-extern const OpKernel kIdentity = {"Identity", no_check, run_identity, no_flops};
-extern const OpKernel kFlatten = {"Flatten", no_check, run_flatten, no_flops};
-extern const OpKernel kReshape = {"Reshape", no_check, run_reshape, no_flops};
-extern const OpKernel kSqueeze = {"Squeeze", no_check, run_squeeze, no_flops};
-extern const OpKernel kUnsqueeze = {"Unsqueeze", no_check, run_unsqueeze, no_flops};
+extern const OpKernel kIdentity = {"Identity", no_check, run_identity, no_flops, true};
+extern const OpKernel kFlatten = {"Flatten", no_check, run_flatten, no_flops, true};
+extern const OpKernel kReshape = {"Reshape", no_check, run_reshape, no_flops, true};
+extern const OpKernel kSqueeze = {"Squeeze", no_check, run_squeeze, no_flops, true};
+extern const OpKernel kUnsqueeze = {"Unsqueeze", no_check, run_unsqueeze, no_flops, true};
 
 }  // namespace cnet::inference::ops
