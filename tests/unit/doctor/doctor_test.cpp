@@ -208,19 +208,25 @@ TEST(Doctor, HungDiscoveryIsANodeFaultWithinItsDeadline) {
   EXPECT_NE(find(r, "discovery")->seen.find("did not finish within 1 s"), std::string::npos);
 }
 
-// An ethtool ioctl that never returns (a NIC driver stuck) is a verdict within its own deadline too.
-TEST(Doctor, HungNicDriverIsANodeFaultWithinItsDeadline) {
-  TempDir d;
+// A recorded tree with one NIC (eth0, a device behind it), read with the given ethtool answers.
+GatherOptions one_nic_tree(TempDir& d, cnet::topology::EthtoolReader ethtool) {
   d.write("sys/class/net/eth0/mtu", "1500\n");
   d.write("sys/class/net/eth0/device/vendor", "0x15b3\n");
   GatherOptions o;
   o.root = d.path().string();
   o.slurm_conf = d.file("slurm.conf");
   o.live_process_limits = false;
-  o.ethtool = [](const std::string&) -> std::optional<cnet::topology::EthtoolAnswers> {
+  o.ethtool = std::move(ethtool);
+  return o;
+}
+
+// An ethtool ioctl that never returns (a NIC driver stuck) is a verdict within its own deadline too.
+TEST(Doctor, HungNicDriverIsANodeFaultWithinItsDeadline) {
+  TempDir d;
+  GatherOptions o = one_nic_tree(d,  [](const std::string&) -> std::optional<cnet::topology::EthtoolAnswers> {
     pause();
     return std::nullopt;
-  };
+  });
   o.deadlines.nics = std::chrono::seconds(1);
   auto t0 = std::chrono::steady_clock::now();
   NodeFacts f = gather_facts(o);
@@ -234,17 +240,11 @@ TEST(Doctor, HungNicDriverIsANodeFaultWithinItsDeadline) {
 // The settings read in the child arrive whole in the parent.
 TEST(Doctor, NicSettingsComeBackFromTheChild) {
   TempDir d;
-  d.write("sys/class/net/eth0/mtu", "1500\n");
-  d.write("sys/class/net/eth0/device/vendor", "0x15b3\n");
-  GatherOptions o;
-  o.root = d.path().string();
-  o.slurm_conf = d.file("slurm.conf");
-  o.live_process_limits = false;
-  o.ethtool = [](const std::string&) {
+  GatherOptions o = one_nic_tree(d, [](const std::string&) {
     cnet::topology::EthtoolAnswers a;
     a.driver = "mlx5_core", a.firmware = "16.35.2000";
     return std::optional(a);
-  };
+  });
   NodeFacts f = gather_facts(o);
   EXPECT_EQ(f.nic_settings_problem, "");
   ASSERT_EQ(f.nic_settings.size(), 1u);
