@@ -1,6 +1,7 @@
 #include "cnet/inference/graph.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "cnet/inference/safetensors.hpp"
@@ -148,7 +149,10 @@ void measure_and_cut(Graph& g) {
   if (g.nodes.empty()) throw FormatError(g.source + ": the graph has no operator to run");
   GraphRunner runner(std::shared_ptr<const Graph>(&g, [](const Graph*) {}));
   Seen seen[2];
-  std::vector<double> flops(g.nodes.size(), 0);
+  std::vector<double> flops(g.nodes.size(), 0), seconds(g.nodes.size(), 0);
+  // FLOPs alone misjudge stages: early convolutions and memory-bound operators run slower per FLOP.
+  // The second pass (its buffers already touched by the first) is timed node by node.
+  auto since = std::chrono::steady_clock::now();
   for (int b = 0; b < 2; ++b) {
     Seen& s = seen[b];
     s.shape.assign(g.values.size(), {});
@@ -156,14 +160,18 @@ void measure_and_cut(Graph& g) {
     s.made.assign(g.values.size(), 0);
     runner.on_node([&](std::size_t n, double node_flops, std::span<Tensor* const> out) {
       if (b == 0) flops[n] = node_flops;
+      const auto now = std::chrono::steady_clock::now();
+      if (b == 1) seconds[n] = std::chrono::duration<double>(now - since).count() / 2;
       std::size_t k = 0;
       for (int v : g.nodes[n].out)
         if (v >= 0) s.shape[v] = out[k]->shape, s.integer[v] = out[k]->integer, s.made[v] = 1, ++k;
+      since = std::chrono::steady_clock::now();
     });
     Tensor zeros;
     zeros.shape = {b + 1};
     zeros.shape.insert(zeros.shape.end(), g.values[g.input].sample_shape.begin(), g.values[g.input].sample_shape.end());
     zeros.f.assign(ops::checked_elements(zeros.shape, g.source + ": the input"), 0.0f);
+    since = std::chrono::steady_clock::now();
     runner.run_nodes(0, g.nodes.size(), g.input, std::move(zeros), g.output);
   }
   runner.on_node(nullptr);
@@ -176,7 +184,7 @@ void measure_and_cut(Graph& g) {
                         std::equal(one.begin() + 1, one.end(), two.begin() + 1);
     if (value.batch_first) value.sample_shape.assign(one.begin() + 1, one.end());
   }
-  for (std::size_t n = 0; n < g.nodes.size(); ++n) g.nodes[n].flops = flops[n];
+  for (std::size_t n = 0; n < g.nodes.size(); ++n) g.nodes[n].flops = flops[n], g.nodes[n].seconds = seconds[n];
   if (!g.values[g.output].batch_first)
     throw FormatError(g.source + ": the output '" + g.values[g.output].name + "' does not keep the batch as its first axis (" +
                       shape_text(seen[0].shape[g.output]) + " for one sample): cnet needs [batch, ...]");
@@ -188,7 +196,7 @@ void measure_and_cut(Graph& g) {
   last_use[g.output] = g.nodes.size();
   std::set<int> live{g.input};
   g.segments.clear();
-  Segment current{0, 0, g.input, -1, 0};
+  Segment current{0, 0, g.input, -1, 0, 0};
   for (std::size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     for (int v : node.out)
@@ -196,12 +204,13 @@ void measure_and_cut(Graph& g) {
     for (int v : node.in)
       if (v >= 0 && !g.values[v].constant && last_use[v] == n && v != g.output) live.erase(v);
     current.flops += g.nodes[n].flops;
+    current.seconds += g.nodes[n].seconds;
     const bool one_crosses = live.size() == 1 && g.values[*live.begin()].batch_first;
     if (one_crosses && (n + 1 == g.nodes.size() || *live.begin() != g.output)) {
       current.last = n + 1;
       current.output = *live.begin();
       g.segments.push_back(current);
-      current = Segment{n + 1, 0, current.output, -1, 0};
+      current = Segment{n + 1, 0, current.output, -1, 0, 0};
     }
   }
   if (g.segments.empty() || g.segments.back().last != g.nodes.size())

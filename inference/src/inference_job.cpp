@@ -49,7 +49,7 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
   std::unique_ptr<OutputSink> sink;
   PredictionOptions predictions{o.top_k, {}};
   try {
-    job = prepare_job(o, me);
+    job = prepare_job(o, boot);
   } catch (const std::exception& e) {
     return fail(kBadInput, e.what());
   }

@@ -58,13 +58,18 @@ bool resuming(const InferenceOptions& o) {
   return o.resume == R::yes || (o.resume == R::automatic && std::filesystem::exists(o.tensor_output() + ".progress"));
 }
 
-Job prepare_job(const InferenceOptions& o, const transport::Placement& me) {
+Job prepare_job(const InferenceOptions& o, transport::Bootstrap& boot) {
+  const transport::Placement& me = boot.placement();
   const std::uint32_t rank = me.rank;
   Job job;
   job.layout = make_layout(o.scheme, me.size, o.num_stages);
   LoadedModel loaded = open_model(o.model);
   job.weights = std::move(loaded.weights);
   job.model = std::move(loaded.spec);
+  if (job.model.graph && job.layout.stages > 1) {  // stages cut by time as measured where they run, alike on every rank
+    const auto mine = timed_seconds(job.model);
+    agree_on_timed_costs(job.model, boot.allgather_values<double>("cnet.run.timed", mine));
+  }
   job.stages = o.stage_layers.empty() ? balance_stages(job.model, job.layout.stages)
                                       : split_stages(job.model, o.stage_layers, job.layout.stages);
   const unsigned stage = job.layout.stage_of(rank);

@@ -69,7 +69,9 @@ struct Job {
   std::vector<MicroBatch> all;
 };
 
-Job prepare_job(const InferenceOptions& o, const transport::Placement& me);
+// This rank's part of the job: the model, its stages, its input and its stage's compute. A graph's
+// ranks share the seconds they timed at load first (a collective), so every rank cuts alike.
+Job prepare_job(const InferenceOptions& o, transport::Bootstrap& boot);
 
 // --resume, or --resume=auto with a progress file from an earlier run.
 bool resuming(const InferenceOptions& o);

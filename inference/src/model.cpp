@@ -1,5 +1,6 @@
 #include "cnet/inference/model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -138,7 +139,7 @@ double LayerSpec::cost() const {
     case LayerKind::softmax:
     case LayerKind::gelu: return 10.0 * in;
     case LayerKind::relu: return 1.0 * in;
-    case LayerKind::graph_segment: return flops;
+    case LayerKind::graph_segment: return seconds > 0 ? seconds : flops;
   }
   return 0;
 }
@@ -274,6 +275,30 @@ ModelSpec graph_model(std::shared_ptr<Graph> graph) {
   }
   m.graph = std::move(graph);
   return m;
+}
+
+std::vector<double> timed_seconds(const ModelSpec& model) {
+  std::vector<double> out;
+  if (model.graph)
+    for (const Segment& s : model.graph->segments) out.push_back(s.seconds);
+  return out;
+}
+
+void agree_on_timed_costs(ModelSpec& model, const std::vector<std::vector<double>>& per_rank) {
+  if (!model.graph || per_rank.empty()) return;
+  const std::size_t n = model.layers.size();
+  for (std::size_t r = 0; r < per_rank.size(); ++r)
+    if (per_rank[r].size() != n)
+      throw FormatError("rank " + std::to_string(r) + " read a model of " + std::to_string(per_rank[r].size()) + " part(s), this rank " +
+                        model.graph->source + " of " + std::to_string(n) + ": every rank must read the same model file (check --model on each node)");
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<double> times;
+    for (const auto& rank : per_rank) times.push_back(std::isfinite(rank[i]) && rank[i] > 0 ? rank[i] : 0.0);
+    std::sort(times.begin(), times.end());
+    const double median = times.size() % 2 ? times[times.size() / 2] : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
+    // Every layer costs more than nothing, so no layer falls back to FLOPs (another unit).
+    model.layers[i].seconds = std::max(median, 1e-12);
+  }
 }
 
 LoadedModel open_model(const std::string& path) {

@@ -281,3 +281,30 @@ TEST_F(Onnx, AnOutputWithoutTheBatchFirstIsRefused) {
   std::string err = error_of(b.save(path("t.onnx")));
   EXPECT_NE(err.find("does not keep the batch as its first axis ([4,1] for one sample)"), std::string::npos) << err;
 }
+
+// FLOPs misjudge stages (an early convolution or a memory-bound operator runs slower per FLOP), so a
+// graph's stages are cut by the seconds its ranks timed at load, their median, the same on every rank.
+TEST_F(Onnx, StagesAreCutByTheTimeRanksMeasuredAtLoad) {
+  ResidualBlock block;
+  LoadedModel m = open_model(block.model().save(path("block.onnx")));
+  ASSERT_EQ(m.spec.layers.size(), 4u);
+  const auto mine = timed_seconds(m.spec);
+  ASSERT_EQ(mine.size(), 4u);
+  for (double s : mine) EXPECT_GT(s, 0);
+  EXPECT_EQ(m.spec.layers[0].seconds, 0) << "not agreed yet: balancing stays on FLOPs";
+
+  // Three ranks: the median per layer, whatever one slow rank timed.
+  agree_on_timed_costs(m.spec, {{1, 1, 1, 9}, {1, 1, 1, 3}, {50, 50, 50, 50}});
+  EXPECT_EQ(m.spec.layers[0].cost(), 1);
+  EXPECT_EQ(m.spec.layers[3].cost(), 9);
+  auto stages = balance_stages(m.spec, 2);
+  EXPECT_EQ(stages[0].last, 3u) << "the last layer alone takes as long as the three before it";
+
+  try {
+    agree_on_timed_costs(m.spec, {{1, 1, 1, 1}, {1, 1}});
+    FAIL() << "a rank with another model";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 1 read a model of 2 part(s)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("every rank must read the same model file"), std::string::npos) << e.what();
+  }
+}

@@ -51,6 +51,7 @@ struct Node {
   std::vector<int> in, out;  // value indices; -1 for an omitted optional input
   std::map<std::string, Attribute> attrs;
   double flops = 0;          // per sample, measured at load (multiply-adds count 2)
+  double seconds = 0;        // per sample, timed at load on this machine (the pass with a batch of 2)
   std::int64_t attr_i(const std::string& key, std::int64_t fallback) const;
   float attr_f(const std::string& key, float fallback) const;
   std::vector<std::int64_t> attr_ints(const std::string& key, std::vector<std::int64_t> fallback = {}) const;
@@ -61,7 +62,8 @@ struct Node {
 struct Segment {
   std::size_t first = 0, last = 0;
   int input = -1, output = -1;
-  double flops = 0;  // per sample
+  double flops = 0;    // per sample
+  double seconds = 0;  // per sample, timed at load on this machine
 };
 
 struct Graph {
@@ -98,9 +100,9 @@ class GraphRunner {
 // Frees the constants no node in [first, last) reads: a stage keeps only its own weights.
 void keep_constants_of(Graph& graph, std::size_t first_node, std::size_t last_node);
 
-// Runs the whole graph on zeros with a batch of 1 and of 2, measures each node's work, finds the
-// batch-first tensors, and cuts the graph into segments (fills values' batch_first/sample_shape, nodes'
-// flops and graph.segments). Throws FormatError naming the node that fails.
+// Runs the whole graph on zeros with a batch of 1 and of 2, measures each node's work and times the
+// second pass, finds the batch-first tensors, and cuts the graph into segments (fills values'
+// batch_first/sample_shape, nodes' flops and seconds, and graph.segments). Throws FormatError naming the node that fails.
 void measure_and_cut(Graph& graph);
 
 }  // namespace cnet::inference

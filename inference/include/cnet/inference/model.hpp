@@ -32,8 +32,10 @@ struct LayerSpec {
   float eps = 1e-5f;
   std::size_t segment = 0;       // graph_segment: its index in the graph
   double flops = 0;              // graph_segment: per row
+  double seconds = 0;            // graph_segment: per row, as the job's ranks timed it at load; 0: not agreed
   std::string text;              // graph_segment: what it holds, for messages
-  double cost() const;  // estimated work per row (flops), for balancing stages
+  // Estimated work per row, for balancing stages: FLOPs, or a graph's agreed seconds once it has them.
+  double cost() const;
   std::string describe() const;  // "linear 4096->4096"
 };
 
@@ -55,6 +57,12 @@ struct LoadedModel {
 LoadedModel open_model(const std::string& path);
 // An ONNX model's graph as segments: the layers of its ModelSpec.
 ModelSpec graph_model(std::shared_ptr<Graph> graph);
+// This rank's load-time seconds per layer of a graph's model (empty for a layer list).
+std::vector<double> timed_seconds(const ModelSpec& model);
+// Gives a graph's layers the median over ranks of their timed seconds (one list per rank, from
+// timed_seconds): every rank gets the same costs, so all cut the stages alike. Throws FormatError when
+// a rank's list does not match this model (another model file on that node).
+void agree_on_timed_costs(ModelSpec& model, const std::vector<std::vector<double>>& per_rank);
 
 // What `cnet-run make-model` writes: `layers` residual MLP blocks of width `hidden` (fc1 to 4*hidden,
 // GELU), with a LayerNorm and a linear head of width `outputs`, weights drawn from a fixed seed.
