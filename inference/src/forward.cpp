@@ -65,7 +65,11 @@ StageForward::StageForward(const SafetensorsFile* f, const ModelSpec& model, std
   if (first >= last || last > model.layers.size()) throw FormatError("stage layer range is empty or outside the model");
   if (!f && !model.graph) throw std::logic_error("a layer list's stage needs its weights file");
   first_ = first;
-  if (model.graph) graph_ = std::make_unique<GraphRunner>(model.graph);
+  if (model.graph) {  // this stage's weights, read from the model file now; the other stages' stay there
+    const auto& segments = model.graph->segments;
+    load_constants_of(*model.graph, segments.at(model.layers[first].segment).first, segments.at(model.layers[last - 1].segment).last);
+    graph_ = std::make_unique<GraphRunner>(model.graph);
+  }
   auto bind = [&](const std::string& name) -> std::span<const float> {
     if (name.empty()) return {};
     std::vector<float> storage;

@@ -71,7 +71,12 @@ Tensor GraphRunner::run_nodes(std::size_t first, std::size_t last, int input_val
     const Node& node = g.nodes[n];
     in.clear();
     out.clear();
-    for (int v : node.in) in.push_back(v < 0 ? nullptr : g.values[v].constant ? &g.values[v].data : &tensors_[v]);
+    if (before_node_) before_node_(n);
+    for (int v : node.in) {
+      if (v >= 0 && g.values[v].stored)
+        throw std::logic_error(node.where() + ": its weight '" + g.values[v].name + "' is not loaded (load_constants_of for its stage)");
+      in.push_back(v < 0 ? nullptr : g.values[v].constant ? &g.values[v].data : &tensors_[v]);
+    }
     const ops::OpKernel* kernel = ops::find_kernel(node.op);
     // In place: the first input's buffer becomes the output when nothing reads that input afterwards.
     const int first = node.in.empty() ? -1 : node.in[0];
@@ -133,16 +138,19 @@ void GraphRunner::run_segment(std::size_t index, std::span<const float> in, std:
   out = std::move(y.f);
 }
 
-void keep_constants_of(Graph& g, std::size_t first, std::size_t last) {
-  std::vector<char> used(g.values.size(), 0);
+void load_constants_of(Graph& g, std::size_t first, std::size_t last) {
   for (std::size_t n = first; n < last && n < g.nodes.size(); ++n)
     for (int v : g.nodes[n].in)
-      if (v >= 0) used[v] = 1;
-  for (std::size_t v = 0; v < g.values.size(); ++v)
-    if (g.values[v].constant && !used[v]) {
-      std::vector<float>().swap(g.values[v].data.f);
-      std::vector<std::int64_t>().swap(g.values[v].data.i);
-    }
+      if (v >= 0 && g.values[v].stored) {
+        g.values[v].data = g.values[v].fetch();
+        g.values[v].stored = false;
+      }
+}
+
+void store_constant(Value& value) {
+  if (!value.constant || !value.fetch || value.stored) return;
+  value.data = Tensor{};
+  value.stored = true;
 }
 
 void measure_and_cut(Graph& g) {
@@ -150,6 +158,10 @@ void measure_and_cut(Graph& g) {
   GraphRunner runner(std::shared_ptr<const Graph>(&g, [](const Graph*) {}));
   Seen seen[2];
   std::vector<double> flops(g.nodes.size(), 0), seconds(g.nodes.size(), 0);
+  std::vector<std::size_t> last_read(g.values.size(), 0);
+  for (std::size_t n = 0; n < g.nodes.size(); ++n)
+    for (int v : g.nodes[n].in)
+      if (v >= 0) last_read[v] = n;
   // FLOPs alone misjudge stages: early convolutions and memory-bound operators run slower per FLOP.
   // The second pass (its buffers already touched by the first) is timed node by node.
   auto since = std::chrono::steady_clock::now();
@@ -158,6 +170,10 @@ void measure_and_cut(Graph& g) {
     s.shape.assign(g.values.size(), {});
     s.integer.assign(g.values.size(), 0);
     s.made.assign(g.values.size(), 0);
+    runner.before_node([&](std::size_t n) {
+      load_constants_of(g, n, n + 1);
+      since = std::chrono::steady_clock::now();
+    });
     runner.on_node([&](std::size_t n, double node_flops, std::span<Tensor* const> out) {
       if (b == 0) flops[n] = node_flops;
       const auto now = std::chrono::steady_clock::now();
@@ -165,7 +181,8 @@ void measure_and_cut(Graph& g) {
       std::size_t k = 0;
       for (int v : g.nodes[n].out)
         if (v >= 0) s.shape[v] = out[k]->shape, s.integer[v] = out[k]->integer, s.made[v] = 1, ++k;
-      since = std::chrono::steady_clock::now();
+      for (int v : g.nodes[n].in)
+        if (v >= 0 && last_read[v] == n) store_constant(g.values[v]);
     });
     Tensor zeros;
     zeros.shape = {b + 1};
@@ -175,6 +192,7 @@ void measure_and_cut(Graph& g) {
     runner.run_nodes(0, g.nodes.size(), g.input, std::move(zeros), g.output);
   }
   runner.on_node(nullptr);
+  runner.before_node(nullptr);
   // A batch-first value: floats, [1, ...] with a batch of 1 and [2, ...] (the same rest) with 2.
   for (std::size_t v = 0; v < g.values.size(); ++v) {
     Value& value = g.values[v];

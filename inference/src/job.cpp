@@ -1,7 +1,5 @@
 #include "job.hpp"
 
-#include <malloc.h>
-
 #include <filesystem>
 
 #include "cnet/common/files.hpp"
@@ -80,12 +78,6 @@ Job prepare_job(const InferenceOptions& o, transport::Bootstrap& boot) {
   const bool cpu_pipeline = o.swing_cuts && job.layout.stages > 1 && !any_gpu(o.stage_devices);
   job.cuts = cpu_pipeline ? plan_cut_swings(job.model, job.stages) : std::vector<CutSwing>(job.layout.stages - 1);
   const CutSwing before = stage > 0 ? job.cuts[stage - 1] : CutSwing{}, after = stage + 1 < job.layout.stages ? job.cuts[stage] : CutSwing{};
-  if (job.model.graph) {  // this rank's weights only: the layers it may compute, a swinging neighbour's included
-    const auto& segs = job.model.graph->segments;
-    const std::size_t first = job.stages[stage].first - (before.give ? 1 : 0), last = job.stages[stage].last + (after.take ? 1 : 0);
-    keep_constants_of(*job.model.graph, segs.at(first).first, segs.at(last - 1).last);
-    malloc_trim(0);
-  }
   if (before.any() || after.any()) {
     auto swing = std::make_unique<SwingStage>(job.weights.get(), job.model, job.stages, stage, before, after);
     job.swing = swing.get();

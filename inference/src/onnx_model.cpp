@@ -1,23 +1,27 @@
 #include "cnet/inference/onnx_model.hpp"
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <bit>
+#include <charconv>
 #include <chrono>
 #include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
+
+#include <unistd.h>
 
 #include "cnet/common/process.hpp"
 #include "cnet/common/text.hpp"
 #include "cnet/inference/safetensors.hpp"
+#include "onnx_skeleton.hpp"
 #include "ops/op.hpp"
 
 namespace cnet::inference {
@@ -34,16 +38,7 @@ struct Reader {
   [[noreturn]] void fail(const std::string& what) const { throw FormatError(path + ": " + what); }
 
   onnx::ModelProto parse() const {
-    std::error_code ec;
-    if (!fs::is_regular_file(path, ec)) fail(fs::exists(path, ec) ? "not a regular file" : "no such file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail("cannot be read");
-    google::protobuf::io::IstreamInputStream raw(&in);
-    google::protobuf::io::CodedInputStream coded(&raw);
-    coded.SetTotalBytesLimit(INT_MAX);
-    onnx::ModelProto model;
-    if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
-      fail("is not a complete ONNX model (truncated or damaged); copy it again or re-export it: " + std::string(kExportHint));
+    onnx::ModelProto model = parse_onnx_skeleton(path, kExportHint);
     if (!model.has_graph() || model.graph().node_size() == 0) fail("holds no graph (is it an ONNX model?); " + std::string(kExportHint));
     return model;
   }
@@ -58,37 +53,58 @@ struct Reader {
     }
   }
 
-  // Tensors over 2 GB live in files beside the model: read them in, checking that every byte is there.
-  void load_external_data(onnx::ModelProto& model) const {
-    for (auto& t : *model.mutable_graph()->mutable_initializer()) {
-      if (t.data_location() != onnx::TensorProto_DataLocation_EXTERNAL) continue;
-      std::string location;
-      std::uint64_t offset = 0, length = 0;
-      bool has_length = false;
-      for (const auto& kv : t.external_data()) {
-        if (kv.key() == "location") location = kv.value();
-        if (kv.key() == "offset") offset = std::stoull(kv.value());
-        if (kv.key() == "length") length = std::stoull(kv.value()), has_length = true;
-      }
-      const std::string what = "tensor '" + printable(t.name(), 128) + "'";
-      if (location.empty() || fs::path(location).is_absolute() || location.find("..") != std::string::npos)
-        fail(what + " has external data without a plain file name beside the model ('" + printable(location, 128) + "')");
-      fs::path file = fs::path(path).parent_path() / location;
-      std::error_code ec;
-      auto size = fs::file_size(file, ec);
-      if (ec) fail(what + ": its external data file " + file.string() + " is missing; copy it beside the model (torch.onnx.export writes it there)");
-      if (!has_length) length = size > offset ? size - offset : 0;
-      if (offset + length > size)
-        fail(what + ": its external data file " + file.string() + " holds " + std::to_string(size) + " bytes, the tensor needs " +
-             std::to_string(offset + length) + " (truncated: copy it again)");
-      std::string bytes(length, '\0');
-      std::ifstream in(file, std::ios::binary);
-      in.seekg(static_cast<std::streamoff>(offset));
-      if (!in.read(bytes.data(), static_cast<std::streamsize>(length))) fail(what + ": cannot read " + file.string());
-      t.set_raw_data(std::move(bytes));
-      t.clear_external_data();
-      t.set_data_location(onnx::TensorProto_DataLocation_DEFAULT);
+  // Where an initializer kept outside the message lies: in a file beside the model (tensors over 2 GB,
+  // torch.onnx.export's external data) or in the model file itself (the weights parse_onnx_skeleton left
+  // there). Checked now that every byte is there; std::nullopt for one held in the message.
+  struct Stored {
+    fs::path file;
+    std::uint64_t offset = 0, length = 0;
+  };
+  std::optional<Stored> stored_at(const onnx::TensorProto& t) const {
+    if (t.data_location() != onnx::TensorProto_DataLocation_EXTERNAL) return std::nullopt;
+    std::string location;
+    Stored at;
+    bool has_length = false;
+    const std::string what = "tensor '" + printable(t.name(), 128) + "'";
+    for (const auto& kv : t.external_data()) {
+      auto number = [&] {
+        std::uint64_t n = 0;
+        const std::string& text = kv.value();
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+        if (ec != std::errc() || end != text.data() + text.size() || text.empty())
+          fail(what + " has external data with " + kv.key() + " '" + printable(text, 32) + "', not a byte count (damaged file)");
+        return n;
+      };
+      if (kv.key() == "location") location = kv.value();
+      if (kv.key() == "offset") at.offset = number();
+      if (kv.key() == "length") at.length = number(), has_length = true;
     }
+    if (location.empty() || fs::path(location).is_absolute() || location.find("..") != std::string::npos)
+      fail(what + " has external data without a plain file name beside the model ('" + printable(location, 128) + "')");
+    at.file = fs::path(path).parent_path() / location;
+    std::error_code ec;
+    auto size = fs::file_size(at.file, ec);
+    if (ec) fail(what + ": its external data file " + at.file.string() + " is missing; copy it beside the model (torch.onnx.export writes it there)");
+    if (!has_length) at.length = size > at.offset ? size - at.offset : 0;
+    if (at.offset > size || at.length > size - at.offset)
+      fail(what + ": its external data file " + at.file.string() + " holds " + std::to_string(size) + " bytes, the tensor needs " +
+           (at.length <= UINT64_MAX - at.offset ? std::to_string(at.offset + at.length) : std::to_string(at.offset) + "+" + std::to_string(at.length)) +
+           " (truncated: copy it again)");
+    return at;
+  }
+
+  // Reads a stored tensor's bytes into `into` (sized to them).
+  void read_into(const Stored& at, const std::string& name, char* into) const {
+    std::ifstream in(at.file, std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(at.offset));
+    if (!in || !in.read(into, static_cast<std::streamsize>(at.length)))
+      fail("tensor '" + printable(name, 128) + "': cannot read its " + std::to_string(at.length) + " bytes at " + std::to_string(at.offset) + " of " +
+           at.file.string() + " (was the file replaced or truncated while the job loads?)");
+  }
+  std::string read(const Stored& at, const std::string& name) const {
+    std::string bytes(at.length, '\0');
+    read_into(at, name, bytes.data());
+    return bytes;
   }
 
   // ONNX's checker and its type and shape inference, in a child: Debian's libonnx 1.12 divides by zero
@@ -97,6 +113,9 @@ struct Reader {
   void check_and_infer(const onnx::ModelProto& model) const {
     auto r = common::run_in_child(
         [&] {
+          // ONNX's checker looks for external data relative to the working folder: the model's, here in the child.
+          const fs::path folder = fs::path(path).parent_path();
+          if (!folder.empty() && ::chdir(folder.c_str()) != 0) return "cannot enter the model's folder " + folder.string();
           try {
             onnx::checker::check_model(model);
           } catch (const std::exception& e) {
@@ -184,6 +203,26 @@ struct GraphBuilder {
     v.data = std::move(t);
     return add(std::move(v));
   }
+  // A float weight left in its file: its size checked now, its values read when a stage loads it.
+  int add_stored(const onnx::TensorProto& t, const Reader::Stored& at) {
+    std::vector<std::int64_t> shape(t.dims().begin(), t.dims().end());
+    const std::size_t n = ops::checked_elements(shape, r.path + ": tensor '" + printable(t.name(), 128) + "'");
+    if (n * 4 != at.length)
+      r.fail("tensor '" + printable(t.name(), 128) + "' holds " + std::to_string(at.length) + " bytes for " + std::to_string(n) + " floats (damaged file)");
+    Value v;
+    v.name = t.name();
+    v.constant = true;
+    v.stored = true;
+    v.fetch = [reader = r, shape = std::move(shape), n, at, name = t.name()] {
+      static_assert(std::endian::native == std::endian::little, "ONNX stores floats little-endian");
+      Tensor weight;  // read straight into place: no second copy of the bytes
+      weight.shape = shape;
+      weight.f.resize(n);
+      reader.read_into(at, name, reinterpret_cast<char*>(weight.f.data()));
+      return weight;
+    };
+    return add(std::move(v));
+  }
   int add_computed(const std::string& name) {
     Value v;
     v.name = name;
@@ -257,16 +296,23 @@ std::shared_ptr<Graph> load_onnx(const std::string& path) {
   Reader r{path};
   onnx::ModelProto model = r.parse();
   r.check_opsets(model);
-  r.load_external_data(model);
+  for (const auto& t : model.graph().initializer()) r.stored_at(t);  // our message for missing data, before the checker's
   r.check_and_infer(model);
   const onnx::GraphProto& gp = model.graph();
 
   auto graph = std::make_shared<Graph>();
   graph->source = path;
   GraphBuilder b{r, *graph, {}};
-  for (auto& t : *model.mutable_graph()->mutable_initializer()) {  // each weight's bytes freed once copied: one copy in memory
+  for (auto& t : *model.mutable_graph()->mutable_initializer()) {
+    if (auto at = r.stored_at(t)) {
+      if (t.data_type() == onnx::TensorProto_DataType_FLOAT && at->length >= kWeightLeftInFileBytes) {  // read by the stage using it
+        b.add_stored(t, *at);
+        continue;
+      }
+      t.set_raw_data(r.read(*at, t.name()));
+    }
     b.add_constant(t.name(), tensor_of(r, t, t.name()));
-    std::string().swap(*t.mutable_raw_data());
+    std::string().swap(*t.mutable_raw_data());  // one copy in memory
   }
   for (const auto& v : gp.input()) {
     if (b.index.count(v.name())) continue;  // an initializer listed as an input (older exporters)
@@ -314,6 +360,8 @@ std::shared_ptr<Graph> load_onnx(const std::string& path) {
     }
     kernel->check(node);
     if (all_constant && missing_ops.empty()) {  // computed once here, at load: weights shared through Identity, shape arithmetic
+      for (int v : node.in)
+        if (v >= 0 && graph->values[v].stored) graph->values[v].data = graph->values[v].fetch(), graph->values[v].stored = false;
       std::vector<const Tensor*> in;
       for (int v : node.in) in.push_back(v < 0 ? nullptr : &graph->values[v].data);
       std::vector<Tensor> made(static_cast<std::size_t>(np.output_size()));
@@ -326,6 +374,8 @@ std::shared_ptr<Graph> load_onnx(const std::string& path) {
       } catch (const std::exception& e) {
         r.fail(node.where() + ": " + e.what());
       }
+      for (int v : node.in)
+        if (v >= 0) store_constant(graph->values[v]);
       for (int o = 0; o < np.output_size(); ++o) b.add_constant(np.output(o), std::move(made[o]));
       continue;
     }

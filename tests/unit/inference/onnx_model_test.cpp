@@ -308,3 +308,59 @@ TEST_F(Onnx, StagesAreCutByTheTimeRanksMeasuredAtLoad) {
     EXPECT_NE(std::string(e.what()).find("every rank must read the same model file"), std::string::npos) << e.what();
   }
 }
+
+// A stage holds only its own weights: large weights stay in the model file after loading (no rank ever
+// holds the whole model, not even while it is measured) and a stage reads in the ones it computes with.
+TEST_F(Onnx, AStageReadsOnlyItsOwnWeightsFromTheFile) {
+  OnnxBuilder b;
+  b.input("x", {0, 32}).output("y", {0, 32});
+  std::vector<float> w1(32 * 64), w2(64 * 32);
+  for (std::size_t i = 0; i < w1.size(); ++i) w1[i] = static_cast<float>(i % 7) - 3, w2[i] = static_cast<float>(i % 5) - 2;
+  b.weight("w1", {32, 64}, w1);  // 8 KiB each: over the size left in the file
+  b.weight("w2", {64, 32}, w2);
+  b.weight("shift", {32}, std::vector<float>(32, 1));  // small: kept in memory
+  b.node("MatMul", {"x", "w1"}, {"h"});
+  b.node("Sigmoid", {"h"}, {"s"});
+  b.node("MatMul", {"s", "w2"}, {"m"});
+  b.node("Add", {"m", "shift"}, {"y"});
+  const std::string file = b.save(path("two.onnx"));
+  LoadedModel m = open_model(file);
+  auto& g = *m.spec.graph;
+  auto value = [&](const std::string& name) -> const Value& {
+    for (const auto& v : g.values)
+      if (v.name == name) return v;
+    throw std::runtime_error("no value " + name);
+  };
+  EXPECT_TRUE(value("w1").stored && value("w1").data.f.empty());
+  EXPECT_TRUE(value("w2").stored && value("w2").data.f.empty());
+  EXPECT_FALSE(value("shift").stored);
+  ASSERT_EQ(m.spec.layers.size(), 4u);
+
+  auto x = draws(2 * 32, 3);
+  std::vector<float> whole;
+  {
+    LoadedModel one = open_model(file);
+    StageForward(nullptr, one.spec, 0, 4).forward(x, 2, whole);
+  }
+  StageForward last(nullptr, m.spec, 2, 4);  // the second MatMul and the Add
+  EXPECT_TRUE(value("w1").stored) << "the first stage's weight stays in the file";
+  EXPECT_FALSE(value("w2").stored);
+  EXPECT_EQ(value("w2").data.f, w2);
+  std::vector<float> mid, y;
+  StageForward(nullptr, m.spec, 0, 2).forward(x, 2, mid);
+  last.forward(mid, 2, y);
+  EXPECT_EQ(y, whole);
+
+  // The file cut short after loading: the stage that reads the lost weight says which and why.
+  LoadedModel later = open_model(file);
+  std::filesystem::resize_file(file, 100);
+  try {
+    StageForward(nullptr, later.spec, 0, 1);
+    FAIL() << "read a weight from a truncated file";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'w1': cannot read its 8192 bytes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("replaced or truncated"), std::string::npos) << e.what();
+  }
+  // Cut inside a large weight: refused at load like any truncated model.
+  EXPECT_NE(error_of(file).find("is not a complete ONNX model (truncated or damaged)"), std::string::npos) << error_of(file);
+}

@@ -40,7 +40,11 @@ struct Attribute {
 struct Value {
   std::string name;
   bool constant = false;
-  Tensor data;                            // a constant's
+  Tensor data;                            // a constant's (empty while it is stored)
+  // A weight left in its file until a stage that computes with it loads it (load_constants_of), so a
+  // rank holds only its own stage's weights: `fetch` reads it; `stored` while it is not in `data`.
+  std::function<Tensor()> fetch;
+  bool stored = false;
   bool batch_first = false;               // its first axis is the batch and the others are fixed
   std::vector<std::int64_t> sample_shape;  // then: the shape of one sample
   std::size_t sample_elements() const;
@@ -88,6 +92,8 @@ class GraphRunner {
   // Called after every node with its work and its outputs (the load-time measurement); null: none.
   using NodeObserver = std::function<void(std::size_t node, double flops, std::span<Tensor* const> outputs)>;
   void on_node(NodeObserver observer) { on_node_ = std::move(observer); }
+  // Called before every node (the load-time measurement brings the node's weights in); null: none.
+  void before_node(std::function<void(std::size_t node)> hook) { before_node_ = std::move(hook); }
 
  private:
   std::shared_ptr<const Graph> graph_;
@@ -95,13 +101,17 @@ class GraphRunner {
   std::vector<std::size_t> last_use_;    // the last node reading each value
   std::vector<std::vector<float>> pool_; // buffers of values no longer read, for the next outputs
   NodeObserver on_node_;
+  std::function<void(std::size_t)> before_node_;
 };
 
-// Frees the constants no node in [first, last) reads: a stage keeps only its own weights.
-void keep_constants_of(Graph& graph, std::size_t first_node, std::size_t last_node);
+// Reads in the stored constants that nodes [first, last) use (a stage's own weights). Throws FormatError
+// when the model file no longer holds them.
+void load_constants_of(Graph& graph, std::size_t first_node, std::size_t last_node);
+// Frees a constant that can be read again from its file; one that cannot (folded at load) stays.
+void store_constant(Value& value);
 
-// Runs the whole graph on zeros with a batch of 1 and of 2, measures each node's work and times the
-// second pass, finds the batch-first tensors, and cuts the graph into segments (fills values'
+// Runs the whole graph on zeros with a batch of 1 and of 2 (each stored weight in memory only while its
+// node runs, so no rank ever holds the whole model), measures each node's work and times the second pass, finds the batch-first tensors, and cuts the graph into segments (fills values'
 // batch_first/sample_shape, nodes' flops and seconds, and graph.segments). Throws FormatError naming the node that fails.
 void measure_and_cut(Graph& graph);
 
