@@ -153,6 +153,13 @@ void store_constant(Value& value) {
   value.stored = true;
 }
 
+std::uint64_t resident_constant_bytes(const Graph& g) {
+  std::uint64_t bytes = 0;
+  for (const Value& v : g.values)
+    if (v.constant) bytes += v.data.f.size() * sizeof(float) + v.data.i.size() * sizeof(std::int64_t);
+  return bytes;
+}
+
 void measure_and_cut(Graph& g) {
   if (g.nodes.empty()) throw FormatError(g.source + ": the graph has no operator to run");
   GraphRunner runner(std::shared_ptr<const Graph>(&g, [](const Graph*) {}));

@@ -99,7 +99,7 @@ int run_inference(transport::Bootstrap& boot, const InferenceOptions& o) {
     CutShares cut;
     if (job.layout.stages == 1 && job.layout.replicas > 1) per_replica = run_replicas_on_demand(*channel, job, todo, sink.get(), mine);
     else cut = run_stage(*channel, job, todo, sink.get(), mine);
-    ranks = gather_summaries(*channel, mine, cut);
+    ranks = gather_summaries(*channel, job, mine, cut);
   } catch (const transport::PeerFailure& e) {
     return fail(kStageFailure, describe(e.rank()) + " failed: " + e.what() + "; the job stops (rerun with --resume to finish)");
   } catch (const std::exception& e) {

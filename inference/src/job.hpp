@@ -124,8 +124,9 @@ struct RankSummary {
   double busy_seconds = 0;
   CutShares cut;
   std::uint64_t peak_rss_bytes = 0;  // the rank's largest resident memory so far (getrusage)
+  std::uint64_t weight_bytes = 0;    // a graph's weights this rank read in (0 for a layer list, which maps its file)
 };
-std::vector<RankSummary> gather_summaries(transport::UcxChannel& ch, const ComputeClock& busy, CutShares cut);
+std::vector<RankSummary> gather_summaries(transport::UcxChannel& ch, const Job& job, const ComputeClock& busy, CutShares cut);
 
 // The banner rank 0 prints before the run: stages, hosts, what each computes, the cuts that swing.
 void print_banner(const InferenceOptions& o, const Job& job, const transport::UcxChannel& ch, std::size_t todo);

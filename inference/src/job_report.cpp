@@ -135,11 +135,12 @@ void print_banner(const InferenceOptions& o, const Job& job, const transport::Uc
   std::fflush(stderr);
 }
 
-std::vector<RankSummary> gather_summaries(transport::UcxChannel& ch, const ComputeClock& busy, CutShares cut) {
+std::vector<RankSummary> gather_summaries(transport::UcxChannel& ch, const Job& job, const ComputeClock& busy, CutShares cut) {
   std::vector<RankSummary> all(ch.size());
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  const RankSummary mine{busy.seconds(), cut, static_cast<std::uint64_t>(usage.ru_maxrss) * 1024};
+  const RankSummary mine{busy.seconds(), cut, static_cast<std::uint64_t>(usage.ru_maxrss) * 1024,
+                         job.model.graph ? resident_constant_bytes(*job.model.graph) : 0};
   transport::Collectives(ch).allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all)));
   return all;
 }
@@ -182,9 +183,16 @@ nlohmann::json summarize_run(const InferenceOptions& o, const Job& job, OutputSi
                             {"micro_batches", job.all.size()}, {"micro_batch_rows", o.micro_batch}, {"rows", job.input.rows},
                             {"rows_this_run", sink.rows_this_run()}, {"seconds", seconds}, {"rows_per_second", rate},
                             {"output", o.output}, {"busy_seconds", busy}};
-  std::vector<std::uint64_t> peaks;
-  for (const auto& r : ranks) peaks.push_back(r.peak_rss_bytes);
+  std::vector<std::uint64_t> peaks, weights;
+  std::vector<std::string> memory;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    peaks.push_back(ranks[r].peak_rss_bytes), weights.push_back(ranks[r].weight_bytes);
+    memory.push_back("rank " + std::to_string(r) + " " + std::to_string(ranks[r].peak_rss_bytes >> 20) + " MB" +
+                     (job.model.graph ? " (" + std::to_string(ranks[r].weight_bytes >> 20) + " MB of weights)" : ""));
+  }
+  std::fprintf(stderr, "%s: peak memory: %s\n", o.label().c_str(), common::join(memory, ", ").c_str());
   summary["peak_rss_bytes"] = peaks;  // per rank, at the end of its computing
+  if (job.model.graph) summary["weight_bytes"] = weights;
   if (advice) summary["suggested_stage_layers"] = advice->layers_per_stage;
   if (job.layout.stages > 1) {
     summary["cut_moves"] = nlohmann::json::array();

@@ -41,6 +41,14 @@ out=$(run --local 2 --input "$work/images" --output "$work/preds.jsonl" --output
   --micro-batch 3 --verify 2>&1) || fail "two stages: $out"
 grep -q "verify: bit-identical to one process" <<<"$out" || fail "two stages not verified: $out"
 grep -q "predictions: 10 images, top 5 each" <<<"$out" || fail "no predictions line: $out"
+# Each rank read only its own stage's weights: together the model's (a swinging layer's twice at most),
+# and the first stage few of them (ResNet's weights sit in its last blocks).
+$py - "$(grep "peak memory:" <<<"$out")" "$(stat -c %s "$work/resnet18.onnx")" <<'PY' || fail "a stage read weights it does not compute with: $out"
+import re, sys
+weights = [int(w) for w in re.findall(r"\((\d+) MB of weights\)", sys.argv[1])]
+whole = int(sys.argv[2]) / 2**20
+assert len(weights) == 2 and 0.9 * whole - 2 <= sum(weights) <= whole + 3 and min(weights) <= 0.2 * whole, (weights, whole)
+PY
 close_to_torch "$work/two.safetensors" || fail "two stages are not within 1e-4 of PyTorch"
 $py - "$work/preds.jsonl" "$work/torch.npy" <<'PY' || fail "predictions are not PyTorch's top 5 in file order"
 import json, sys, numpy as np

@@ -109,6 +109,8 @@ class GraphRunner {
 void load_constants_of(Graph& graph, std::size_t first_node, std::size_t last_node);
 // Frees a constant that can be read again from its file; one that cannot (folded at load) stays.
 void store_constant(Value& value);
+// The bytes of the constants in memory (what this rank's stage read in, and what was folded at load).
+std::uint64_t resident_constant_bytes(const Graph& graph);
 
 // Runs the whole graph on zeros with a batch of 1 and of 2 (each stored weight in memory only while its
 // node runs, so no rank ever holds the whole model), measures each node's work and times the second pass, finds the batch-first tensors, and cuts the graph into segments (fills values'
