@@ -75,6 +75,7 @@ cnet_require_pkgconfig(openblas openblas libopenblas-dev)
 cnet_require_pkgconfig(crypto libcrypto libssl-dev)
 cnet_require_pkgconfig(libjpeg libjpeg libjpeg62-turbo-dev)  # images: JPEG (libjpeg-turbo)
 cnet_require_pkgconfig(libpng libpng libpng-dev)
+cnet_require_pkgconfig(graphviz libgvc libgraphviz-dev)  # cnet-topo --format svg: Graphviz's layout
 cnet_require_package(Boost libboost-program-options-dev COMPONENTS program_options)
 cnet_require_package(nlohmann_json nlohmann-json3-dev)
 cnet_require_package(Threads libc6-dev)

@@ -17,6 +17,8 @@ packages=(
   libonnx-dev libprotobuf-dev
   # images for vision models
   libjpeg62-turbo-dev libpng-dev
+  # pictures: Graphviz lays out cnet-topo's SVG; rsvg-convert renders every picture in the tests
+  libgraphviz-dev librsvg2-bin
   # tests and benchmarks (Open MPI is the peer for collective benchmarks); clang's libFuzzer for contrib/fuzz.sh
   libgtest-dev libgmock-dev libbenchmark-dev openmpi-bin libopenmpi-dev clang libclang-rt-14-dev
   # cnet-launch's integration test: torch.distributed (CPU, gloo) for /usr/bin/python3

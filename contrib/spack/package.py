@@ -35,6 +35,12 @@ class Cnet(CMakePackage, CudaPackage):
     depends_on("openblas")
     depends_on("boost+program_options")
     depends_on("nlohmann-json")
+    depends_on("openssl")  # cnet-perf -s/-c: HMAC of the shared key
+    depends_on("onnx")  # ONNX models: parse, checker, shape inference
+    depends_on("protobuf")
+    depends_on("libjpeg-turbo")  # images for vision models
+    depends_on("libpng")
+    depends_on("graphviz")  # cnet-topo --format svg: Graphviz's layout (libgvc)
     depends_on("nccl", when="+cuda")
 
     # job_submit/cnet and gres/rdma are built against Slurm's internal headers and config.h, so they

@@ -11,6 +11,7 @@
 #include "cnet/topology/check.hpp"
 #include "cnet/topology/discover.hpp"
 #include "cnet/topology/emit.hpp"
+#include "cnet/topology/render_svg.hpp"
 
 namespace po = boost::program_options;
 using namespace cnet::topology;
@@ -20,7 +21,7 @@ namespace {
 constexpr int kOk = 0, kFindings = 1, kUsage = 2;
 
 const char* kUsageText =
-    "usage: cnet-topo [--hwloc-xml F] [--sysfs-root D [--hostname H]] [--no-nvml] --format json|gres|features|nccl|matrix [-o F]\n"
+    "usage: cnet-topo [--hwloc-xml F] [--sysfs-root D [--hostname H]] [--no-nvml] --format json|gres|features|nccl|matrix|dot|svg [-o F]\n"
     "       cnet-topo check [--hwloc-xml F] [--sysfs-root D] [--min-rate-gbps N] [--json]\n"
     "exit: 0 ok (check: no findings), 1 check found problems or could not check what was asked,\n"
     "      2 bad arguments or unreadable input\n";
@@ -51,7 +52,7 @@ int main(int argc, char** argv) {
   if (cnet::common::print_version_if_asked(argc, argv, "cnet-topo")) return 0;
   po::options_description opts("options");
   opts.add_options()("help,h", "show this help")("version", "print the version")
-      ("format,f", po::value<std::string>()->default_value("matrix"), "json, gres, features, nccl or matrix")
+      ("format,f", po::value<std::string>()->default_value("matrix"), "json, gres, features, nccl, matrix, dot (Graphviz) or svg (a picture)")
       ("hwloc-xml", po::value<std::string>(), "read this hwloc XML export instead of the live machine")
       ("sysfs-root", po::value<std::string>(), "root of the /sys and /proc trees to read (default /)")
       ("hostname", po::value<std::string>(), "the node's name (default: the export's, this machine's, or the /sys tree's)")
@@ -85,11 +86,12 @@ int main(int argc, char** argv) {
   }
 
   static const std::map<std::string, std::function<std::string(const NodeTopology&)>> formats = {
-      {"json", to_json}, {"gres", to_gres_conf}, {"features", to_node_features}, {"nccl", to_nccl_xml}, {"matrix", to_matrix}};
+      {"json", to_json}, {"gres", to_gres_conf}, {"features", to_node_features}, {"nccl", to_nccl_xml}, {"matrix", to_matrix},
+      {"dot", to_dot}, {"svg", [](const NodeTopology& t) { return render_svg(to_dot(t)); }}};
   auto format = formats.find(vm["format"].as<std::string>());
   if (command.empty() && format == formats.end()) {
     std::cerr << "cnet-topo: unknown --format '" << vm["format"].as<std::string>()
-              << "' (choose json, gres, features, nccl or matrix)\n";
+              << "' (choose json, gres, features, nccl, matrix, dot or svg)\n";
     return kUsage;
   }
 

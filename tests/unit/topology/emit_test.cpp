@@ -5,6 +5,7 @@
 
 #include "cnet/topology/discover.hpp"
 #include "cnet/topology/emit.hpp"
+#include "cnet/topology/paths.hpp"
 #include "test_support.hpp"
 
 using namespace cnet::topology;
@@ -132,4 +133,33 @@ TEST(Json, DamagedDocumentsAreRefusedWithAReason) {
       EXPECT_NE(std::string(e.what()).find("topology JSON"), std::string::npos) << e.what();
     }
   }
+}
+
+// The picture's graph: every GPU and NIC, the pairing cnet chose with its path class, a DOWN port
+// marked, unknowns shown as '?', labels that Graphviz reads whatever sysfs said.
+TEST(Dot, EveryDeviceThePairingAndDownPorts) {
+  NodeTopology dgx = load("nvidiaDGX2.xml");
+  std::string dot = to_dot(dgx);
+  for (const auto& g : dgx.gpus) EXPECT_NE(dot.find("gpu" + std::to_string(g.index) + " [label=\"GPU" + std::to_string(g.index) + "\\n"), std::string::npos) << g.index;
+  EXPECT_NE(dot.find("nvswitch [label=\"NVSwitch x"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("subgraph cluster_package_0"), std::string::npos);
+  EXPECT_NE(dot.find("subgraph cluster_package_1"), std::string::npos);
+
+  NodeTopology node = load("32em64t-2n8c2t-pci-wholeio.xml");
+  ASSERT_FALSE(node.nics.empty());
+  ASSERT_FALSE(node.gpus.empty());
+  dot = to_dot(node);
+  for (const auto& p : pair_gpus_with_nics(node)) {
+    if (p.nic < 0) continue;
+    EXPECT_NE(dot.find("gpu" + std::to_string(p.gpu) + " -- nic" + std::to_string(p.nic) + " [style=dashed"), std::string::npos) << p.gpu;
+  }
+  EXPECT_EQ(dot.find("not usable"), std::string::npos);
+
+  node.nics[0].state = "DOWN";
+  node.nics[0].mtu = 0;
+  node.gpus[0].model = "K40m \"rev\\2\"\n\xff";
+  dot = to_dot(node);
+  EXPECT_NE(dot.find("DOWN (not usable)\", fillcolor=\"#f4c7c3\", color=\"#cc0000\""), std::string::npos) << dot;
+  EXPECT_NE(dot.find("MTU ?"), std::string::npos);
+  EXPECT_NE(dot.find("K40m \\\"rev\\\\2\\\"\\n?"), std::string::npos) << "quotes, backslashes, newlines and non-ASCII made safe";
 }
