@@ -2,7 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -79,6 +81,29 @@ std::string to_json(const std::vector<PoolRow>& rows) {
                  {"gpu_memory", r.gpu_memory}, {"fabric", r.fabric}, {"cpus_total", r.cpus_total}, {"cpus_alloc", r.cpus_alloc},
                  {"memory_mb", r.memory_mb}, {"memory_alloc_mb", r.memory_alloc_mb}, {"stuck", r.stuck}});
   return j.dump(2) + "\n";
+}
+
+std::vector<common::MetricFamily> pool_metrics(const std::vector<PoolRow>& rows, double now) {
+  using common::MetricFamily;
+  MetricFamily state{"cnet_pool_node_state", "the node's state in slurmctld (1 for the state it is in)", "gauge", {}};
+  MetricFamily gpus{"cnet_pool_gpus", "GPUs per node in all", "gauge", {}}, gpus_used{"cnet_pool_gpus_used", "GPUs per node held by jobs", "gauge", {}};
+  MetricFamily cpus{"cnet_pool_cpus", "CPUs per node in all", "gauge", {}}, cpus_used{"cnet_pool_cpus_used", "CPUs per node held by jobs", "gauge", {}};
+  MetricFamily memory{"cnet_pool_memory_bytes", "memory per node for jobs (RealMemory)", "gauge", {}},
+      memory_used{"cnet_pool_memory_used_bytes", "memory per node held by jobs", "gauge", {}};
+  MetricFamily stuck{"cnet_pool_stuck_jobs", "jobs holding the node long past their end", "gauge", {}};
+  for (const auto& r : rows) {
+    const std::map<std::string, std::string> node{{"node", r.node}};
+    state.samples.push_back({{{"node", r.node}, {"state", r.state}, {"gpu_model", r.gpu_model}, {"fabric", r.fabric}}, 1});
+    gpus.samples.push_back({node, static_cast<double>(r.gpus_total)});
+    gpus_used.samples.push_back({node, static_cast<double>(std::min(r.gpus_used, r.gpus_total))});
+    cpus.samples.push_back({node, static_cast<double>(r.cpus_total)});
+    cpus_used.samples.push_back({node, static_cast<double>(r.cpus_alloc)});
+    memory.samples.push_back({node, static_cast<double>(r.memory_mb) * 1048576});
+    memory_used.samples.push_back({node, static_cast<double>(r.memory_alloc_mb) * 1048576});
+    stuck.samples.push_back({node, static_cast<double>(r.stuck.size())});
+  }
+  return {state, gpus, gpus_used, cpus, cpus_used, memory, memory_used, stuck,
+          {"cnet_pool_last_run_timestamp_seconds", "when cnet-pool last read the pool (unix time)", "gauge", {{{}, now}}}};
 }
 
 }  // namespace cnet::scheduling

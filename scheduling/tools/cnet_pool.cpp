@@ -2,7 +2,7 @@
 // state, GPU model and GPUs in use/total, GPU memory class, fabric, CPUs and memory in use, and why a
 // node is down or drained, and jobs that hold a node long past their end (stuck completing, or running
 // past their time limit).
-//   cnet-pool [--json] [--watch SECONDS] [--stuck-after SECONDS]
+//   cnet-pool [--json] [--watch SECONDS] [--stuck-after SECONDS] [--prometheus FILE.prom]
 // Exit: 0 ok, 2 bad arguments, 3 slurmctld could not be asked.
 #include <boost/program_options.hpp>
 #include <pwd.h>
@@ -112,11 +112,13 @@ std::vector<PoolRow> load_rows() {
 int main(int argc, char** argv) {
   if (cnet::common::print_version_if_asked(argc, argv, "cnet-pool")) return 0;
   unsigned watch = 0, stuck_after = 600;
-  po::options_description opts("cnet-pool [--json] [--watch SECONDS] [--stuck-after SECONDS]");
+  std::string prometheus;
+  po::options_description opts("cnet-pool [--json] [--watch SECONDS] [--stuck-after SECONDS] [--prometheus FILE.prom]");
   opts.add_options()("help,h", "show this help")("version", "print the version")("json", "print the table as JSON")
       ("watch", po::value(&watch), "print again every SECONDS until interrupted")
       ("stuck-after", po::value(&stuck_after)->default_value(stuck_after),
-       "name jobs holding a node this many seconds past their end (completing, or running past their time limit)");
+       "name jobs holding a node this many seconds past their end (completing, or running past their time limit)")
+      ("prometheus", po::value(&prometheus), "also write the table for node_exporter's textfile collector (FILE.prom; each --watch round)");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, opts), vm);
@@ -129,6 +131,12 @@ int main(int argc, char** argv) {
     std::cout << opts << "exit: 0 ok, 2 bad arguments, 3 slurmctld could not be asked\n";
     return 0;
   }
+  try {
+    if (!prometheus.empty()) cnet::common::check_textfile_path(prometheus);
+  } catch (const std::exception& e) {
+    std::cerr << "cnet-pool: --prometheus: " << e.what() << "\n";
+    return 2;
+  }
   slurm_init(nullptr);
   try {
     while (true) {
@@ -138,6 +146,8 @@ int main(int argc, char** argv) {
         if (auto it = stuck.find(r.node); it != stuck.end())
           for (const auto& j : it->second) r.stuck.push_back(j.describe());
       std::cout << (vm.count("json") ? cnet::scheduling::to_json(rows) : cnet::scheduling::format_table(rows)) << std::flush;
+      if (!prometheus.empty())
+        cnet::common::write_textfile(prometheus, cnet::common::prometheus_text(cnet::scheduling::pool_metrics(rows, static_cast<double>(std::time(nullptr)))));
       if (!watch) break;
       std::this_thread::sleep_for(std::chrono::seconds(watch));
       if (!vm.count("json")) std::cout << "\n";

@@ -49,3 +49,17 @@ TEST(PoolTable, StuckJobsAreShownWithTheNodeTheyHold) {
   EXPECT_EQ(j[0]["stuck"][0], "job 42 (alice) completing for 12 min");
   EXPECT_TRUE(j[1]["stuck"].empty());
 }
+
+// The table as gauges: per node its state, GPUs, CPUs and memory in use and in all, stuck jobs.
+TEST(PoolTable, PrometheusGaugesCarryTheTable) {
+  std::vector<PoolRow> rows = {{"n1", "mixed", "", "a100", 8, 6, "gpumem80g", "ib200", 64, 40, 512000, 1000},
+                               {"n2", "drained", "bad dimm", "", 0, 0, "", "eth10", 64, 0, 512000, 0}};
+  rows[1].stuck = {"job 7 (bob) completing for 20 min"};
+  const std::string text = cnet::common::prometheus_text(pool_metrics(rows, 1700000000));
+  for (const char* line : {"cnet_pool_node_state{fabric=\"ib200\",gpu_model=\"a100\",node=\"n1\",state=\"mixed\"} 1\n",
+                           "cnet_pool_node_state{fabric=\"eth10\",gpu_model=\"\",node=\"n2\",state=\"drained\"} 1\n",
+                           "cnet_pool_gpus{node=\"n1\"} 8\n", "cnet_pool_gpus_used{node=\"n1\"} 6\n", "cnet_pool_cpus_used{node=\"n1\"} 40\n",
+                           "cnet_pool_memory_used_bytes{node=\"n1\"} 1048576000\n", "cnet_pool_stuck_jobs{node=\"n2\"} 1\n",
+                           "cnet_pool_stuck_jobs{node=\"n1\"} 0\n", "cnet_pool_last_run_timestamp_seconds 1700000000\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << text;
+}

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "cnet/common/prometheus.hpp"
+
 namespace cnet::scheduling {
 
 struct PoolRow {
@@ -30,5 +32,9 @@ std::string feature_matching(const std::string& features, const std::string& kin
 
 std::string format_table(const std::vector<PoolRow>& rows);
 std::string to_json(const std::vector<PoolRow>& rows);
+// The table as Prometheus gauges for node_exporter's textfile collector (cnet-pool --prometheus): per
+// node its state (cnet_pool_node_state, 1 for the state it is in, with its GPU model and fabric), GPUs,
+// CPUs and memory in use and in all, jobs stuck on it; and when the table was read.
+std::vector<common::MetricFamily> pool_metrics(const std::vector<PoolRow>& rows, double now);
 
 }  // namespace cnet::scheduling
