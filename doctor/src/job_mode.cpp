@@ -9,6 +9,7 @@
 #include "cnet/common/text.hpp"
 #include "cnet/topology/nic_settings.hpp"
 #include "cnet/transport/bootstrap.hpp"
+#include "cnet/transport/link_matrix.hpp"
 #include "cnet/transport/link_test.hpp"
 #include "cnet/transport/ucx_channel.hpp"
 
@@ -142,14 +143,24 @@ int run_job_mode(const DoctorConfig& config, const GatherOptions& gather, const 
   }
   auto texts = boot->allgather_text("cnet.doctor.report", mine);
 
-  // Pair tests: rank 0 against the first rank of every other node, one at a time.
+  // Pair tests, one at a time: rank 0 against the first rank of every other node, or every pair.
   transport::UcxChannel ch(*boot);
   std::map<std::string, transport::PerfReport> pairs;
   auto quick = transport::LinkTestOptions::quick();
-  for (std::uint32_t r = 1; r < texts.size(); ++r) {
-    if (texts[r].empty()) continue;
-    auto report = transport::link_test(ch, 0, r, quick);
-    if (me.rank == 0) pairs[ch.hostname_of(r)] = report;
+  transport::LinkMatrix matrix;
+  if (o.all_pairs) {
+    std::vector<std::uint32_t> leaders;
+    for (std::uint32_t r = 0; r < texts.size(); ++r)
+      if (!texts[r].empty()) leaders.push_back(r);
+    matrix = transport::measure_link_matrix(ch, *boot, leaders, quick);
+    for (const auto& report : matrix.reports)  // the table's column: each node against rank 0
+      if (report.hosts.size() == 2 && report.hosts[0] == me.hostname) pairs[report.hosts[1]] = report;
+  } else {
+    for (std::uint32_t r = 1; r < texts.size(); ++r) {
+      if (texts[r].empty()) continue;
+      auto report = transport::link_test(ch, 0, r, quick);
+      if (me.rank == 0) pairs[ch.hostname_of(r)] = report;
+    }
   }
   std::vector<std::byte> done(1);
   if (me.rank == 0)
@@ -171,7 +182,16 @@ int run_job_mode(const DoctorConfig& config, const GatherOptions& gather, const 
       rows[i].problems.push_back("munge: a credential made here does not decode on " + me.hostname + " (" + problem +
                                  "): every node needs the same /etc/munge/munge.key");
   }
-  const auto across = job_wide_problems(nodes);
+  auto across = job_wide_problems(nodes);
+  transport::MatrixFindings findings;
+  if (o.all_pairs) {
+    if (!baseline.empty()) transport::compare_with_baseline(matrix, baseline);
+    findings = transport::find_slow_pairs(matrix, o.tolerance);
+    across.insert(across.end(), findings.lines.begin(), findings.lines.end());
+    if (!o.heatmap.empty())
+      common::write_file_atomically(o.heatmap, transport::heatmap_svg(matrix, findings, "cnet-doctor --job: " + std::to_string(matrix.hosts.size()) +
+                                                                                     " nodes, every pair (" + common::join(matrix.hosts, ", ") + ")"));
+  }
   int bad = static_cast<int>(across.size());
   json out = json::array();
   if (!o.json) std::printf("%-14s %-5s %10s %10s  %s\n", "node", "check", "GB/s", "p99(us)", "problems");
@@ -185,13 +205,18 @@ int run_job_mode(const DoctorConfig& config, const GatherOptions& gather, const 
     else
       std::printf("%-14s %-5s %10.2f %10.1f  %s\n", row.host.c_str(), row.status.c_str(), row.gbytes, row.p99_us, problems.c_str());
   }
-  if (o.json) std::printf("%s\n", json{{"nodes", out}, {"job", across}}.dump(2).c_str());
-  else
+  if (o.json) {
+    json report{{"nodes", out}, {"job", across}};
+    if (o.all_pairs) report["matrix"] = json::parse(transport::to_json(matrix, findings));
+    std::printf("%s\n", report.dump(2).c_str());
+  } else {
     for (const auto& line : across) std::printf("job: %s\n", line.c_str());
+  }
   std::fflush(stdout);
   if (!o.save_baseline.empty()) {
-    std::vector<transport::PerfReport> saved;
-    for (const auto& [host, report] : pairs) saved.push_back(report);
+    std::vector<transport::PerfReport> saved = matrix.reports;
+    if (!o.all_pairs)
+      for (const auto& [host, report] : pairs) saved.push_back(report);
     common::write_file_atomically(o.save_baseline, transport::baseline_json(saved));
   }
   return bad ? 1 : 0;

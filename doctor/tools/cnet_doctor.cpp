@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 
 #include "cnet/common/version.hpp"
@@ -94,6 +95,8 @@ int main(int argc, char** argv) {
       ("save-baseline", po::value(&job.save_baseline), "--job: save each node's pair-test result")
       ("compare-baseline", po::value(&job.compare_baseline), "--job: flag nodes whose bandwidth fell past --tolerance")
       ("tolerance", po::value(&job.tolerance)->default_value(0.2), "--job: allowed bandwidth drop, 0.2 = 20%")
+      ("all-pairs", "--job: test every pair of nodes, not only each against rank 0; name slow pairs and the nodes behind them")
+      ("heatmap", po::value(&job.heatmap), "--job: draw the all-pairs bandwidth and P99 matrix here (FILE.svg; implies --all-pairs)")
       ("output,o", po::value(&output), "snapshot: write to this file")
       ("json", "print results as JSON")
       ("prometheus", po::value(&prometheus), "check, --health-check: also write the verdicts for node_exporter's textfile collector (FILE.prom)");
@@ -116,6 +119,13 @@ int main(int argc, char** argv) {
     if (mode == "compare" && arg.empty()) throw po::error("compare needs the snapshot file: cnet-doctor compare TEMPLATE");
     if (!config_path.empty()) config = DoctorConfig::load(config_path);
     if (!prometheus.empty()) cnet::common::check_textfile_path(prometheus);
+    if (!job.heatmap.empty()) {
+      if (!vm.count("job")) throw po::error("--heatmap draws the pairs of a job: add --job (under srun --mpi=pmix)");
+      if (!job.heatmap.ends_with(".svg")) throw po::error("--heatmap " + job.heatmap + ": the picture is SVG, name it FILE.svg");
+      const auto folder = std::filesystem::path(job.heatmap).parent_path();
+      if (!folder.empty() && !std::filesystem::is_directory(folder))
+        throw po::error("--heatmap " + job.heatmap + ": folder " + folder.string() + " does not exist");
+    }
   } catch (const std::exception& e) {
     std::cerr << "cnet-doctor: " << e.what() << "\n";
     return 2;
@@ -133,6 +143,7 @@ int main(int argc, char** argv) {
 
   if (vm.count("job")) {
     job.json = vm.count("json") > 0;
+    job.all_pairs = vm.count("all-pairs") > 0 || !job.heatmap.empty();
     try {
       return run_job_mode(config, g, job);
     } catch (const std::exception& e) {

@@ -38,6 +38,25 @@ grep -q "^cn2 .*link to rank 0: 1 MiB: bandwidth .* GB/s vs .* GB/s in the basel
 
 grep -q "NIC driver changed" <<<"$out" && fail "a driver change named though the drivers are the same: $out"
 
+# Every pair, drawn: healthy, then against the 1000x baseline, where the pair is slow and both its
+# nodes (two nodes: each is in its only pair) are behind it. The picture renders; --json has the matrix.
+out=$(doctor_job --heatmap "$work/pairs.svg") || fail "a healthy job with --heatmap: $out"
+rsvg-convert "$work/pairs.svg" -o "$work/pairs.png" || fail "the heatmap does not render"
+grep -q 'class="pair"' "$work/pairs.svg" && ! grep -q 'class="pair slow"' "$work/pairs.svg" || fail "healthy pairs drawn wrong"
+rc=0
+doctor_job --heatmap "$work/slow.svg" --json --compare-baseline "$work/fast.json" >"$work/slow.json" || rc=$?
+expect_eq "$rc" 1 "exit code with a slow pair"
+/usr/bin/python3 - "$work/slow.json" <<'PY' || fail "--json has no matrix or misses the slow pair: $(cat "$work/slow.json")"
+import json, sys
+m = json.load(open(sys.argv[1]))["matrix"]
+assert m["hosts"] == ["cn1", "cn2"] and m["gbytes"][0][1] > 0 and m["gbytes"][0][1] == m["gbytes"][1][0], m
+assert m["slow_pairs"] == [["cn1", "cn2"]] and m["suspect_nodes"] == ["cn1", "cn2"], m
+assert m["baseline_gbytes"][0][1] > m["gbytes"][0][1] > 0, m
+PY
+grep -q 'class="pair slow"' "$work/slow.svg" && grep -q "cn2 (suspect)" "$work/slow.svg" || fail "the slow pair is not marked in the heatmap"
+out=$(on_cluster srun -N1 "$CNET_BIN/cnet-doctor" --job --heatmap "$work/pairs.png" 2>&1) && fail "--heatmap with a .png name accepted"
+grep -q "the picture is SVG, name it FILE.svg" <<<"$out" || fail "no reason given: $out"
+
 # The baseline recorded both nodes' NIC drivers; when the link regressed and a driver changed since,
 # the change is named beside the regression.
 /usr/bin/python3 -c 'import json,sys; b=json.load(open(sys.argv[1])); d=b["reports"][0]["nic_drivers"]; assert set(d)=={"cn1","cn2"}, d; d["cn2"]="eth0 old_driver 0.9"; json.dump(b,open(sys.argv[2],"w"))' \

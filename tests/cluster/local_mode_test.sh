@@ -42,6 +42,24 @@ echo "$err"
   fail "the dead rank is not named"
 ((SECONDS - start < 10)) || fail "took $((SECONDS - start)) s"
 
+# Every pair of three ranks (one machine: each rank is its own node), as a matrix, a heatmap and a
+# baseline of the three pairs; the picture renders. Three busy ranks on a small shared machine may well
+# make a pair slow (exit 1); only a failure to measure (exit 2 or 3) fails here.
+rc=0
+"$CNET_BIN/cnet-perf" --local 3 matrix --json --heatmap "$work/pairs.svg" --save-baseline "$work/pairs.json" >"$work/matrix.json" 2>/dev/null || rc=$?
+((rc <= 1)) || fail "cnet-perf matrix exited $rc: $(cat "$work/matrix.json")"
+python3 - "$work/matrix.json" "$work/pairs.json" <<'PY' || fail "the matrix is incomplete"
+import json, sys
+m, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert len(m["hosts"]) == 3 and all(h.endswith("/%d" % r) for r, h in enumerate(m["hosts"])), m["hosts"]
+assert all(m["gbytes"][i][j] > 0 and m["p99_us"][i][j] > 0 and m["gbytes"][i][j] == m["gbytes"][j][i] for i in range(3) for j in range(3) if i != j), m
+assert len(b["reports"]) == 3, b
+PY
+rsvg-convert "$work/pairs.svg" -o "$work/pairs.png" || fail "the heatmap does not render"
+[[ $(grep -c 'class="pair' "$work/pairs.svg") == 12 ]] || fail "the heatmap does not have a cell per pair in both maps"
+out=$("$CNET_BIN/cnet-perf" --local 2 p2p --heatmap "$work/x.svg" 2>&1) && fail "--heatmap with p2p accepted"
+[[ $out == *"cnet-perf matrix --heatmap"* ]] || fail "no reason given: $out"
+
 # Ranks do not outlive a launcher that is killed: they would go on writing and hold the output's lock.
 "$CNET_BIN/local_run" 2 /bin/sleep 30 &
 launcher=$!

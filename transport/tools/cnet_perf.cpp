@@ -1,11 +1,13 @@
 // cnet-perf: the link check to run before any application. Under srun --mpi=pmix:
 //   srun --mpi=pmix -N2 cnet-perf p2p          bandwidth and latency (avg/P50/P99) between ranks 0 and 1
 //   srun --mpi=pmix -N2 cnet-perf allreduce    algbw and busbw (nccl-tests definitions) over all ranks
-//   cnet-perf --local N p2p|allreduce          the same with N ranks on this machine, no Slurm
+//   srun --mpi=pmix -N8 cnet-perf matrix --heatmap F.svg   every pair of nodes, one pair at a time: the
+//                                              N x N bandwidth and P99, slow pairs and the nodes behind them
+//   cnet-perf --local N p2p|allreduce|matrix   the same with N ranks on this machine, no Slurm
 //   cnet-perf -s [--port P]  /  cnet-perf -c --server-ip A [--port P]   two hosts by hand, no Slurm
 //   ... cnet-perf p2p --sweep UCX_RC_TX_QUEUE_LEN=256,1024   the link once per value of one UCX setting
 // Rank 0 prints each message size as it finishes; --json prints the report at the end instead.
-// Exit: 0 ok, 1 a size regressed against --compare-baseline or an allreduce result was wrong,
+// Exit: 0 ok, 1 a size regressed against --compare-baseline, an allreduce result was wrong or a pair is slow,
 // 2 bad arguments, 3 transport failure.
 #include <boost/program_options.hpp>
 
@@ -29,6 +31,7 @@
 #include "cnet/topology/nic_settings.hpp"
 #include "cnet/transport/bootstrap.hpp"
 #include "cnet/transport/collectives.hpp"
+#include "cnet/transport/link_matrix.hpp"
 #include "cnet/transport/link_test.hpp"
 #include "cnet/transport/local_launcher.hpp"
 #include "cnet/transport/perf_report.hpp"
@@ -153,7 +156,7 @@ int run_sweep(Bootstrap& boot, const UcxOptions& ucx, const SettingSweep& sweep,
 // Everything the command line asks for, checked before anything is measured.
 struct Invocation {
   Settings s;
-  std::string mode, save, compare, prometheus, nic;
+  std::string mode, save, compare, prometheus, nic, heatmap;
   double tolerance = 0.1;
   unsigned local = 0, wait_s = 300;
   std::uint16_t port = 18515;
@@ -170,7 +173,7 @@ std::optional<Invocation> parse_command_line(int argc, char** argv) {
   Invocation in;
   Settings& s = in.s;
   std::string reduce = "fast", peer_failure = "on", sweep_argument;
-  po::options_description opts("cnet-perf p2p|allreduce [options]   (under srun --mpi=pmix)");
+  po::options_description opts("cnet-perf p2p|allreduce|matrix [options]   (under srun --mpi=pmix)");
   opts.add_options()("help,h", "show this help")("version", "print the version")
       ("min-size", po::value(&s.min_size)->default_value(s.min_size), "smallest message in bytes")
       ("max-size", po::value(&s.max_size)->default_value(s.max_size), "largest message in bytes (sizes grow x4)")
@@ -195,7 +198,8 @@ std::optional<Invocation> parse_command_line(int argc, char** argv) {
       ("save-baseline", po::value(&in.save), "write the report to this file as a baseline")
       ("compare-baseline", po::value(&in.compare), "exit 1 naming every size that regressed against this baseline (read and checked before measuring)")
       ("tolerance", po::value(&in.tolerance)->default_value(in.tolerance), "allowed regression, 0.1 = 10%")
-      ("prometheus", po::value(&in.prometheus), "also write the numbers for node_exporter's textfile collector (FILE.prom)");
+      ("prometheus", po::value(&in.prometheus), "also write the numbers for node_exporter's textfile collector (FILE.prom)")
+      ("heatmap", po::value(&in.heatmap), "matrix: draw the bandwidth and P99 of every pair here (FILE.svg)");
   po::options_description hidden;
   hidden.add_options()("mode", po::value(&in.mode));
   po::options_description all;
@@ -221,7 +225,16 @@ std::optional<Invocation> parse_command_line(int argc, char** argv) {
   if (in.standalone == 'c' && in.server_ip.empty()) throw po::error("-c needs --server-ip");
   if (in.standalone && in.mode.empty()) in.mode = "p2p";
   if (in.standalone && in.mode != "p2p") throw po::error("standalone mode measures p2p between the two hosts");
-  if (in.mode != "p2p" && in.mode != "allreduce") throw po::error("the first argument must be p2p or allreduce");
+  if (in.mode != "p2p" && in.mode != "allreduce" && in.mode != "matrix") throw po::error("the first argument must be p2p, allreduce or matrix");
+  if (in.standalone && in.mode == "matrix") throw po::error("standalone mode measures p2p between the two hosts");
+  if (!in.heatmap.empty()) {
+    if (in.mode != "matrix") throw po::error("--heatmap draws every pair: cnet-perf matrix --heatmap FILE.svg");
+    if (!in.heatmap.ends_with(".svg")) throw po::error("--heatmap " + in.heatmap + ": the picture is SVG, name it FILE.svg");
+    const auto folder = std::filesystem::path(in.heatmap).parent_path();
+    if (!folder.empty() && !std::filesystem::is_directory(folder)) throw po::error("--heatmap " + in.heatmap + ": folder " + folder.string() + " does not exist");
+  }
+  // Every pair: the quick test's two sizes (8 B latency, 1 MiB bandwidth) unless sizes are given.
+  if (in.mode == "matrix" && vm["min-size"].defaulted() && vm["max-size"].defaulted()) s.min_size = 8, s.max_size = 1u << 20, s.link = LinkTestOptions::quick();
   if (reduce != "fast" && reduce != "deterministic") throw po::error("--reduce must be fast or deterministic");
   if (peer_failure != "on" && peer_failure != "off") throw po::error("--peer-failure must be on or off");
   in.detect_peer_failure = peer_failure == "on";
@@ -323,6 +336,72 @@ int judge(const Invocation& in, const PerfReport& report, const PerfReport* agai
   return rc;
 }
 
+// Every pair of nodes (the first rank on each; every rank when all share one host, as with --local),
+// one pair at a time; rank 0 prints the matrix, names slow pairs and the nodes behind them, draws the
+// heatmap, saves or compares the pairs' baseline. Exit 1 when a pair is slow.
+int run_matrix(const Invocation& in, Bootstrap& boot, UcxChannel& ch, std::optional<std::vector<PerfReport>> baseline) {
+  std::vector<std::uint32_t> leaders;
+  std::set<std::string> seen;
+  bool one_host = true;
+  for (std::uint32_t r = 0; r < ch.size(); ++r) one_host = one_host && ch.hostname_of(r) == ch.hostname_of(0);
+  for (std::uint32_t r = 0; r < ch.size(); ++r)
+    if (one_host || seen.insert(ch.hostname_of(r)).second) leaders.push_back(r);
+  if (leaders.size() < 2) throw std::runtime_error("matrix needs two nodes at least: srun -N2 (or more) --ntasks-per-node=1");
+  const bool lead = ch.rank() == 0;
+  if (lead && !in.compare.empty() && !baseline) {  // before measuring: a bad file stops every rank at once
+    try {
+      baseline = read_baseline(in.compare);
+    } catch (const po::error& e) {
+      std::fprintf(stderr, "cnet-perf: %s\n", e.what());
+      boot.abort(2, e.what());
+    }
+  }
+  if (lead && !in.s.json) {
+    std::printf("# cnet-perf matrix: %zu nodes, %zu pairs, one at a time\n", leaders.size(), leaders.size() * (leaders.size() - 1) / 2);
+    std::fflush(stdout);
+  }
+  LinkMatrix m = measure_link_matrix(ch, boot, leaders, in.s.link);
+  if (!lead) return 0;
+  if (one_host)  // ranks of one machine: named by rank, or every row would read the same
+    for (std::size_t i = 0; i < m.hosts.size(); ++i) m.hosts[i] += "/" + std::to_string(leaders[i]);
+  if (baseline) compare_with_baseline(m, *baseline);
+  const auto findings = find_slow_pairs(m, in.tolerance);
+  if (in.s.json) {
+    std::cout << to_json(m, findings);
+  } else {
+    std::printf("%-14s", "GB/s | P99 us");
+    for (const auto& h : m.hosts) std::printf(" %14s", h.c_str());
+    std::printf("\n");
+    for (std::size_t i = 0; i < m.hosts.size(); ++i) {
+      std::printf("%-14s", m.hosts[i].c_str());
+      for (std::size_t j = 0; j < m.hosts.size(); ++j)
+        if (i == j) std::printf(" %14s", "-");
+        else std::printf(" %6.2f|%7.1f", m.gbytes[i][j], m.p99_us[i][j]);
+      std::printf("\n");
+    }
+    for (const auto& line : findings.lines) std::printf("%s\n", line.c_str());
+  }
+  if (!in.heatmap.empty()) {
+    cnet::common::write_file_atomically(in.heatmap, heatmap_svg(m, findings, "cnet-perf matrix: " + std::to_string(m.hosts.size()) + " nodes, every pair"));
+    std::fprintf(stderr, "cnet-perf: heatmap -> %s\n", in.heatmap.c_str());
+  }
+  if (!in.save.empty()) {
+    cnet::common::write_file_atomically(in.save, baseline_json(m.reports));
+    std::fprintf(stderr, "cnet-perf: baseline of %zu pairs saved to %s\n", m.reports.size(), in.save.c_str());
+  }
+  if (!in.prometheus.empty()) {  // every pair's link series, one family per metric name
+    std::vector<cnet::common::MetricFamily> families;
+    for (const auto& report : m.reports)
+      for (auto& family : report_metrics(report, -1, static_cast<double>(std::time(nullptr)))) {
+        auto same = std::find_if(families.begin(), families.end(), [&](const auto& f) { return f.name == family.name; });
+        if (same == families.end()) families.push_back(std::move(family));
+        else same->samples.insert(same->samples.end(), family.samples.begin(), family.samples.end());
+      }
+    cnet::common::write_textfile(in.prometheus, cnet::common::prometheus_text(families));
+  }
+  return findings.slow_pairs.empty() ? 0 : 1;
+}
+
 std::unique_ptr<Bootstrap> connect(const Invocation& in, std::string key) {
   auto log = [](const std::string& line) { std::fprintf(stderr, "cnet-perf: %s\n", line.c_str()); };
   if (in.standalone == 's') {
@@ -374,6 +453,7 @@ int main(int argc, char** argv) {
     ucx.net_devices = in.nic;
     if (!in.sweep.values.empty()) return run_sweep(*boot, ucx, in.sweep, s);
     UcxChannel ch(*boot, ucx);
+    if (in.mode == "matrix") return run_matrix(in, *boot, ch, baseline);
     Collectives coll(ch);
     if (in.mode == "p2p" && ch.size() < 2) throw std::runtime_error("p2p needs two ranks: srun -N2 --ntasks-per-node=1");
     std::vector<std::string> hosts;

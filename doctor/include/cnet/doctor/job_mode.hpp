@@ -2,7 +2,9 @@
 // cnet-doctor --job: every node of a job step runs its checks, the results meet over PMIx, rank 0 runs
 // the link test (transport/link_test.hpp, its quick form) against the first rank of every other node,
 // and prints one table: each node's verdict, the settings where it differs from most nodes, and the
-// pair test's bandwidth and P99 latency, optionally against a saved baseline (perf_report.hpp). Each node's
+// pair test's bandwidth and P99 latency, optionally against a saved baseline (perf_report.hpp). With
+// all_pairs every pair of nodes is tested: slow pairs and the nodes behind them are named, drawn as a
+// heatmap, and the matrix is in --json. Each node's
 // munge credential is decoded on rank 0's node: one that does not decode there has another munge key.
 
 #include <map>
@@ -18,6 +20,8 @@ struct JobModeOptions {
   std::string save_baseline, compare_baseline;
   double tolerance = 0.2;
   bool json = false;
+  bool all_pairs = false;  // every pair of nodes (transport/link_matrix.hpp), not only each against rank 0
+  std::string heatmap;     // then: draw the matrix here (SVG)
 };
 
 // What the first rank of one node found there.
