@@ -102,6 +102,21 @@ bool plain_value(std::string_view v, std::size_t max_length) {
   });
 }
 
+std::string xml_escaped(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default:
+        if (static_cast<unsigned char>(c) >= 0x20 || c == '\t' || c == '\n' || c == '\r') out += c;
+    }
+  }
+  return out;
+}
+
 std::string printable(std::string_view text, std::size_t max_length) {
   std::string out;
   for (unsigned char c : text.substr(0, max_length)) {

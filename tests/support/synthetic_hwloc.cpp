@@ -8,19 +8,11 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "cnet/common/text.hpp"
+
 namespace cnet::testing {
 namespace {
 
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '&') out += "&amp;";
-    else if (c == '<') out += "&lt;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
-}
 
 std::string format(const char* fmt, unsigned a, unsigned b = 0, unsigned c = 0, unsigned d = 0) {
   char buf[64];
@@ -56,7 +48,7 @@ class Writer {
     out_ << "<object type=\"Machine\" os_index=\"0\" cpuset=\"" << cpus << "\" complete_cpuset=\"" << cpus
          << "\" allowed_cpuset=\"" << cpus << "\" nodeset=\"" << nodes << "\" complete_nodeset=\"" << nodes
          << "\" allowed_nodeset=\"" << nodes << "\" gp_index=\"" << gp_++ << "\">\n";
-    out_ << "<info name=\"HostName\" value=\"" << escape(m_.hostname) << "\"/>\n<info name=\"Architecture\" value=\"x86_64\"/>\n";
+    out_ << "<info name=\"HostName\" value=\"" << common::xml_escaped(m_.hostname) << "\"/>\n<info name=\"Architecture\" value=\"x86_64\"/>\n";
     unsigned per_package = numa_count / m_.packages, core = 0;
     for (unsigned p = 0; p < m_.packages; ++p) {
       unsigned first_core = core, package_cores = 0;
@@ -104,20 +96,20 @@ class Writer {
     out_ << "<object type=\"PCIDev\" gp_index=\"" << gp_++ << "\" pci_busid=\"" << format("%04x:%02x:00.%x", domain, bus, func)
          << "\" pci_type=\"" << format("%04x [%04x:%04x]", f.class_id, f.vendor, f.device) << " ["
          << format("%04x:%04x", f.subvendor, f.subdevice) << "] a1\" pci_link_speed=\"" << f.link_gbytes_per_s << "\">\n";
-    if (!f.pci_name.empty()) out_ << "<info name=\"PCIDevice\" value=\"" << escape(f.pci_name) << "\"/>\n";
+    if (!f.pci_name.empty()) out_ << "<info name=\"PCIDevice\" value=\"" << common::xml_escaped(f.pci_name) << "\"/>\n";
     if (!f.gpu_model.empty())
       out_ << "<object type=\"OSDev\" gp_index=\"" << gp_++ << "\" name=\"cuda" << cuda_++
-           << "\" subtype=\"CUDA\" osdev_type=\"5\">\n<info name=\"GPUModel\" value=\"" << escape(f.gpu_model)
+           << "\" subtype=\"CUDA\" osdev_type=\"5\">\n<info name=\"GPUModel\" value=\"" << common::xml_escaped(f.gpu_model)
            << "\"/>\n<info name=\"CUDAGlobalMemorySize\" value=\"83886080\"/>\n</object>\n";
     if (!f.rdma_device.empty()) {
-      out_ << "<object type=\"OSDev\" gp_index=\"" << gp_++ << "\" name=\"" << escape(f.rdma_device) << "\" osdev_type=\"3\">\n";
+      out_ << "<object type=\"OSDev\" gp_index=\"" << gp_++ << "\" name=\"" << common::xml_escaped(f.rdma_device) << "\" osdev_type=\"3\">\n";
       if (!f.node_guid.empty()) out_ << "<info name=\"NodeGUID\" value=\"" << f.node_guid << "\"/>\n";
       if (!f.sys_image_guid.empty()) out_ << "<info name=\"SysImageGUID\" value=\"" << f.sys_image_guid << "\"/>\n";
       if (!f.port_state.empty()) out_ << "<info name=\"Port1State\" value=\"" << f.port_state << "\"/>\n";
       out_ << "</object>\n";
     }
     if (!f.netdev.empty())
-      out_ << "<object type=\"OSDev\" gp_index=\"" << gp_++ << "\" name=\"" << escape(f.netdev) << "\" osdev_type=\"2\"/>\n";
+      out_ << "<object type=\"OSDev\" gp_index=\"" << gp_++ << "\" name=\"" << common::xml_escaped(f.netdev) << "\" osdev_type=\"2\"/>\n";
     out_ << "</object>\n";
   }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 
+#include "cnet/common/text.hpp"
 #include "cnet/topology/emit.hpp"
 
 namespace cnet::topology {
@@ -28,19 +29,6 @@ struct XmlNode {
   }
 };
 
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string attr(const XmlNode& n, const std::string& key) {
   for (const auto& [k, v] : n.attrs)
@@ -61,7 +49,7 @@ std::vector<const XmlNode*> sorted_children(const XmlNode& n) {
 
 void render_xml(const XmlNode& n, int depth, std::ostringstream& out) {
   out << std::string(depth * 2, ' ') << '<' << n.tag;
-  for (const auto& [k, v] : n.attrs) out << ' ' << k << "=\"" << escape(v) << '"';
+  for (const auto& [k, v] : n.attrs) out << ' ' << k << "=\"" << common::xml_escaped(v) << '"';
   if (n.children.empty()) {
     out << "/>\n";
     return;

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "cnet/common/text.hpp"
+
 namespace cnet::transport {
 namespace {
 
@@ -27,17 +29,6 @@ std::string fixed(double v, int digits) {
   return b;
 }
 
-std::string xml_text(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else if (static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x80) out += c;
-  }
-  return out;
-}
 
 // Red (worst) to green (best) through yellow, for a share in [0, 1].
 std::string heat(double share) {
@@ -158,7 +149,7 @@ std::string heatmap_svg(const LinkMatrix& m, const MatrixFindings& f, const std:
   std::ostringstream s;
   s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height << "\" viewBox=\"0 0 " << width << " " << height
     << "\" font-family=\"Helvetica, Arial, sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
-    << "<text x=\"10\" y=\"24\" font-size=\"16\" font-weight=\"bold\">" << xml_text(title) << "</text>\n";
+    << "<text x=\"10\" y=\"24\" font-size=\"16\" font-weight=\"bold\">" << common::xml_escaped(title) << "</text>\n";
   for (int half = 0; half < 2; ++half) {
     const int x0 = 10 + half * (label + side + gap) + label, y0 = top + label / 2;
     s << "<text x=\"" << x0 << "\" y=\"" << top - 12 << "\" font-size=\"13\" font-weight=\"bold\">"
@@ -166,9 +157,9 @@ std::string heatmap_svg(const LinkMatrix& m, const MatrixFindings& f, const std:
     for (std::size_t i = 0; i < n; ++i) {
       const std::string colour = suspect(i) ? "#cc0000" : "#222222", weight = suspect(i) ? "bold" : "normal";
       s << "<text class=\"host\" x=\"" << x0 - 6 << "\" y=\"" << y0 + static_cast<int>(i) * cell + cell / 2 + 4 << "\" font-size=\"11\" text-anchor=\"end\" fill=\""
-        << colour << "\" font-weight=\"" << weight << "\">" << xml_text(m.hosts[i]) << (suspect(i) ? " (suspect)" : "") << "</text>\n";
+        << colour << "\" font-weight=\"" << weight << "\">" << common::xml_escaped(m.hosts[i]) << (suspect(i) ? " (suspect)" : "") << "</text>\n";
       s << "<text x=\"" << x0 + static_cast<int>(i) * cell + cell / 2 << "\" y=\"" << y0 - 6 << "\" font-size=\"11\" text-anchor=\"middle\" fill=\"" << colour
-        << "\" font-weight=\"" << weight << "\">" << xml_text(m.hosts[i]) << "</text>\n";
+        << "\" font-weight=\"" << weight << "\">" << common::xml_escaped(m.hosts[i]) << "</text>\n";
       for (std::size_t j = 0; j < n; ++j) {
         const int x = x0 + static_cast<int>(j) * cell, y = y0 + static_cast<int>(i) * cell;
         if (i == j) {
@@ -190,7 +181,7 @@ std::string heatmap_svg(const LinkMatrix& m, const MatrixFindings& f, const std:
   }
   int y = top + label / 2 + side + 28;
   s << "<text x=\"10\" y=\"" << y << "\" font-size=\"11\" fill=\"#555555\">green best, red worst; a red outline: a slow pair; a red name: a node behind most of its slow pairs</text>\n";
-  for (const auto& line : f.lines) s << "<text x=\"10\" y=\"" << (y += 14) << "\" font-size=\"11\" fill=\"#cc0000\">" << xml_text(line) << "</text>\n";
+  for (const auto& line : f.lines) s << "<text x=\"10\" y=\"" << (y += 14) << "\" font-size=\"11\" fill=\"#cc0000\">" << common::xml_escaped(line) << "</text>\n";
   s << "</svg>\n";
   return s.str();
 }

@@ -63,3 +63,8 @@ TEST(Host, InterfaceAddresses) {
   EXPECT_EQ(interface_with_address("192.0.2.77"), "") << "TEST-NET-1: no host has it";
   EXPECT_EQ(interface_with_address("not an address"), "");
 }
+
+TEST(Text, XmlEscapedIsSafeInContentAndAttributes) {
+  EXPECT_EQ(cnet::common::xml_escaped("a<b>&\"c\"\x01\td\n"), "a&lt;b&gt;&amp;&quot;c&quot;\td\n");
+  EXPECT_EQ(cnet::common::xml_escaped("Tesla V100"), "Tesla V100");
+}

@@ -36,4 +36,7 @@ bool plain_value(std::string_view value, std::size_t max_length = 64);
 // for printing text a peer or a file supplied.
 std::string printable(std::string_view text, std::size_t max_length = 256);
 
+// Text for XML content or a quoted attribute: & < > " escaped, control characters XML forbids dropped.
+std::string xml_escaped(std::string_view text);
+
 }  // namespace cnet::common
