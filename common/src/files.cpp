@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 
@@ -88,6 +89,11 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view t
     ::unlink(tmp.c_str());
     throw FileError(e);
   }
+}
+
+std::string temp_folder() {
+  const char* tmpdir = std::getenv("TMPDIR");
+  return tmpdir && *tmpdir ? tmpdir : "/tmp";
 }
 
 bool same_file(const std::string& a, const std::string& b) {

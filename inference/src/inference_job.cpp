@@ -29,6 +29,7 @@ SingleProcessResult run_single_process(const std::string& model_path, const std:
   auto t0 = Clock::now();
   for (const MicroBatch& mb : micro_batches(input.rows, micro_batch)) {
     forward->forward(input.data.subspan(mb.first_row * model.input_width(), mb.rows * model.input_width()), mb.rows, out);
+    input.release(mb.first_row, mb.rows, model.input_width());
     std::copy(out.begin(), out.end(), r.output.begin() + static_cast<std::ptrdiff_t>(mb.first_row * model.output_width()));
   }
   r.seconds = seconds_since(t0);

@@ -1,8 +1,15 @@
 // What a job reads as its rows: a tensor file, or a folder of images decoded into the model's input.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <set>
 
+#include "cnet/common/files.hpp"
 #include "cnet/inference/progress_log.hpp"
 #include "job.hpp"
 
@@ -23,9 +30,58 @@ InputRows open_tensor(const std::string& path, std::size_t width) {
     throw FormatError(path + ": tensor '" + name + "' has shape " + nlohmann::json(t.shape).dump() + ", but the model's first layer takes rows of width " +
                       std::to_string(width) + " ([rows, " + std::to_string(width) + "])");
   in.data = in.file->floats(name, in.storage);
+  in.file_backed = in.storage.empty();  // F32 is read in place from the file's mapping
   in.rows = t.shape[0];
   return in;
 }
+
+// Decoded images go to a scratch file, not to memory: a folder of 50 000 ImageNet images is 30 GB of
+// floats. The file is in $TMPDIR (Slurm's job-private one under a job_container, else /tmp), unlinked
+// from the start so nothing is left behind whatever happens to the job, written image by image and
+// then mapped; its pages are the kernel's to evict and read back, and sent rows are released.
+class ScratchRows {
+ public:
+  ScratchRows() : folder_(common::temp_folder()) {
+    fd_ = ::open(folder_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd_ < 0) {  // a filesystem without O_TMPFILE: a named file, unlinked at once
+      std::string name = folder_ + "/cnet-run-images-XXXXXX";
+      fd_ = ::mkostemp(name.data(), O_CLOEXEC);
+      if (fd_ >= 0) ::unlink(name.c_str());
+    }
+    if (fd_ < 0)
+      throw FormatError("cannot make a scratch file for the decoded images in " + folder_ + " (" + std::strerror(errno) +
+                        "): set TMPDIR to a writable folder");
+  }
+  ~ScratchRows() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ScratchRows(const ScratchRows&) = delete;
+  ScratchRows& operator=(const ScratchRows&) = delete;
+
+  void append(std::span<const float> values, std::size_t total_rows, std::size_t width) {
+    const char* p = reinterpret_cast<const char*>(values.data());
+    for (std::size_t left = values.size_bytes(); left > 0;) {
+      const ssize_t n = ::write(fd_, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0)
+        throw FormatError("cannot write the decoded images to a scratch file in " + folder_ + " (" + std::strerror(n < 0 ? errno : EIO) + "): " +
+                          std::to_string(total_rows * width * sizeof(float) >> 20) + " MiB are needed; set TMPDIR to a folder with that much free");
+      p += n, left -= static_cast<std::size_t>(n), bytes_ += static_cast<std::size_t>(n);
+    }
+  }
+
+  std::shared_ptr<const float> map() const {
+    void* at = ::mmap(nullptr, bytes_, PROT_READ, MAP_SHARED, fd_, 0);
+    if (at == MAP_FAILED) throw FormatError("cannot map the decoded images' scratch file (" + std::string(std::strerror(errno)) + ")");
+    const std::size_t bytes = bytes_;
+    return std::shared_ptr<const float>(static_cast<const float*>(at), [bytes](const float* q) { ::munmap(const_cast<float*>(q), bytes); });
+  }
+
+ private:
+  std::string folder_;
+  int fd_ = -1;
+  std::size_t bytes_ = 0;
+};
 
 // A vision model takes [3, H, W] per sample: the crop must be that size.
 void check_image_model(const std::string& input, const ModelSpec& model, const ImagePreprocess& p) {
@@ -58,11 +114,11 @@ InputRows open_input(const std::string& path, const ModelSpec& model, const Inpu
   }
   const std::size_t width = options.images.values();
   std::vector<std::string> kept;
-  in.storage.reserve(in.names.size() * width);
+  ScratchRows scratch;
   for (const auto& name : in.names) {
     try {
       auto values = load_image(name, options.images);
-      in.storage.insert(in.storage.end(), values.begin(), values.end());
+      scratch.append(values, in.names.size(), width);
       kept.push_back(name);
     } catch (const ImageError& e) {
       if (!options.skip_bad) throw FormatError(std::string(e.what()) + "; remove it, or pass --skip-bad-inputs to leave such files out");
@@ -72,8 +128,19 @@ InputRows open_input(const std::string& path, const ModelSpec& model, const Inpu
   if (kept.empty()) throw FormatError("--input " + path + ": none of the " + std::to_string(in.names.size()) + " files is a readable image");
   in.names = std::move(kept);
   in.rows = in.names.size();
-  in.data = in.storage;
+  in.scratch = scratch.map();
+  in.data = std::span<const float>(in.scratch.get(), in.rows * width);
+  in.file_backed = true;
   return in;
+}
+
+void InputRows::release(std::size_t first, std::size_t count, std::size_t width) const {
+  if (!file_backed || data.empty() || count == 0) return;
+  static const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  // Whole pages inside the rows only: the pages at either end may hold a neighbour's values.
+  const auto begin = reinterpret_cast<std::uintptr_t>(data.data() + first * width), end = reinterpret_cast<std::uintptr_t>(data.data() + (first + count) * width);
+  const std::uintptr_t from = (begin + page - 1) / page * page, to = end / page * page;
+  if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
 }
 
 void drop_skipped(InputRows& input, const std::vector<std::string>& skipped) {

@@ -37,10 +37,16 @@ inline std::uint32_t output_tag(std::uint32_t mb) { return 2 * mb + 1; }
 struct InputRows {
   std::unique_ptr<SafetensorsFile> file;
   std::vector<float> storage;
+  std::shared_ptr<const float> scratch;  // decoded images: an unlinked scratch file, mapped (open_input)
   std::span<const float> data;  // empty where the rows were not decoded (images, on a later stage)
+  bool file_backed = false;     // `data` is a file's mapping: the pages of rows done with can be dropped
   std::size_t rows = 0;
   std::vector<std::string> names;    // the images, one per row, in order; empty for a tensor
   std::vector<std::string> skipped;  // images left out (--skip-bad-inputs), with why
+  // Rows [first, first + count) of `width` values are done with: a file-backed input's pages are
+  // dropped from this process (read again from the file should they be needed), so streaming a large
+  // input does not keep it all resident. Nothing happens to rows held in memory.
+  void release(std::size_t first, std::size_t count, std::size_t width) const;
 };
 
 // The input is one 2-D tensor [rows, width]: named "input", or the file's only tensor; or a folder (or

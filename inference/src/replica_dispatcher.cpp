@@ -51,6 +51,7 @@ void ask_for_work(UcxChannel& ch, const Job& job, const std::vector<MicroBatch>&
         ask_when_due();
       });
     });
+    job.input.release(mb.first_row, mb.rows, job.forward->input_width());
     if (!answer) answer = ask();
     last = Clock::now() - started;
     if (sending[j % 2]) ch.wait(*sending[j % 2]);  // the send from two micro-batches ago has left this buffer
@@ -106,6 +107,7 @@ std::vector<std::size_t> hand_out_work(UcxChannel& ch, const Job& job, const std
         serve();
       });
     });
+    job.input.release(mb.first_row, mb.rows, job.forward->input_width());
     sink.put(mb, result);
     serve();
   }

@@ -76,6 +76,7 @@ CutShares run_stage(UcxChannel& ch, const Job& job, const std::vector<MicroBatch
     std::span<const float> x;
     double slack = 0;  // how long its input waited here for this stage (< 0: this stage waited for it)
     if (stage == 0) {
+      if (j > 0) job.input.release(mine[j - 1].first_row, mine[j - 1].rows, in_width);  // computed and sent
       x = job.input.data.subspan(mb.first_row * in_width, mb.rows * in_width);
     } else if (receive_here) {
       const auto waiting = Clock::now();

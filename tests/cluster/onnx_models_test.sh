@@ -69,6 +69,17 @@ for args in "--local 3 --parallel-scheme data:data" "--local 4 --parallel-scheme
 done
 echo "resnet18: PyTorch's logits within 1e-4, every scheme bit-identical, predictions in file order"
 
+# A large folder does not sit in memory: decoded images go to a scratch file in $TMPDIR, and the rows
+# sent are let go. 110 images more (66 MB of floats) raise the peak by far less than their size.
+$py "$repo/contrib/examples/make_images.py" "$work/many" 160 >/dev/null
+mkdir "$work/few" && cp "$work"/many/img_0[0-4]*.* "$work/few/"
+peak() { run --local 1 --input "$1" --output "$work/p.jsonl" --micro-batch 8 --json 2>/dev/null | $py -c 'import json,sys; print(json.load(sys.stdin)["peak_rss_bytes"][0] >> 20)'; }
+few=$(peak "$work/few") many=$(peak "$work/many")
+((many - few < 25)) || fail "160 images peak at $many MB, 50 at $few MB: the decoded images are held in memory"
+out=$(TMPDIR=$work/no-such-folder run --local 1 --input "$work/few" --output "$work/p.jsonl" 2>&1) && fail "a missing TMPDIR was accepted"
+grep -q "in $work/no-such-folder (No such file or directory): set TMPDIR to a writable folder" <<<"$out" || fail "no reason given: $out"
+echo "160 images peak at $many MB, 50 at $few MB"
+
 # Bad images: named, and left out only when asked.
 cp -r "$work/images" "$work/bad"
 head -c 2000 "$work/images/img_000.jpg" >"$work/bad/img_000.jpg"

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "cnet/common/files.hpp"
 #include "cnet/common/host.hpp"
 #include "cnet/common/process.hpp"
 #include "cnet/common/text.hpp"
@@ -129,8 +130,9 @@ namespace {
 class LocalPmixServer {
  public:
   explicit LocalPmixServer(pmix_server_module_t* module) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "cnet-pmix-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw BootstrapError("cannot create a private PMIx folder in " + tmpl + ": " + std::strerror(errno));
+    std::string tmpl = common::temp_folder() + "/cnet-pmix-XXXXXX";
+    if (!mkdtemp(tmpl.data()))
+      throw BootstrapError("cannot create a private PMIx folder in " + common::temp_folder() + " (" + std::strerror(errno) + "): set TMPDIR to a writable folder");
     tmpdir_ = tmpl;
     pmix_info_t info[2];
     PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, tmpdir_.c_str(), PMIX_STRING);

@@ -37,6 +37,10 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view t
 // is not there yet, the same path once resolved.
 bool same_file(const std::string& a, const std::string& b);
 
+// Where scratch files go: $TMPDIR when set (Slurm gives a job its own), else /tmp. Not checked: the
+// caller's error names it, with "set TMPDIR to a writable folder".
+std::string temp_folder();
+
 // Removes `path` and everything below it as root may safely do in a world-writable folder: walked with
 // openat/unlinkat from each parent's descriptor, never following a symbolic link (a link is removed as
 // a link), and only entries owned by one of `owners`; an entry of another owner stops the removal with
