@@ -62,8 +62,27 @@ GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph)
   if (graph_->output >= 0) last_use_[graph_->output] = graph_->nodes.size();
 }
 
+// A buffer a value no longer read left behind, for a new output of `elements` values (0: unknown): the
+// smallest that holds it, so each buffer keeps serving tensors of its own size instead of every buffer
+// growing to the largest tensor; none fits: a new one (the pool keeps its buffers for their sizes).
+std::vector<float> GraphRunner::reuse(std::size_t elements) {
+  if (pool_.empty()) return {};
+  auto pick = pool_.end();
+  if (elements == 0) {
+    pick = pool_.end() - 1;
+  } else {
+    for (auto it = pool_.begin(); it != pool_.end(); ++it)
+      if (it->capacity() >= elements && (pick == pool_.end() || it->capacity() < pick->capacity())) pick = it;
+    if (pick == pool_.end()) return {};
+  }
+  std::vector<float> buffer = std::move(*pick);
+  pool_.erase(pick);
+  return buffer;
+}
+
 Tensor GraphRunner::run_nodes(std::size_t first, std::size_t last, int input_value, Tensor input, int output_value) {
   const Graph& g = *graph_;
+  const std::size_t rows = input.shape.empty() ? 0 : static_cast<std::size_t>(input.shape[0]);
   tensors_[input_value] = std::move(input);
   std::vector<const Tensor*> in;
   std::vector<Tensor*> out;
@@ -90,10 +109,7 @@ Tensor GraphRunner::run_nodes(std::size_t first, std::size_t last, int input_val
     for (int v : node.out) {
       if (v < 0) continue;
       Tensor& t = tensors_[v];
-      if (t.f.capacity() == 0 && !pool_.empty()) {  // a buffer a value no longer read left behind
-        t.f = std::move(pool_.back());
-        pool_.pop_back();
-      }
+      if (t.f.capacity() == 0) t.f = reuse(g.values[v].batch_first && rows ? rows * g.values[v].sample_elements() : 0);
       out.push_back(&t);
     }
     try {
@@ -125,10 +141,7 @@ void GraphRunner::run_segment(std::size_t index, std::span<const float> in, std:
   Tensor x;
   x.shape = {static_cast<std::int64_t>(rows)};
   x.shape.insert(x.shape.end(), from.sample_shape.begin(), from.sample_shape.end());
-  if (!pool_.empty()) {
-    x.f = std::move(pool_.back());
-    pool_.pop_back();
-  }
+  x.f = reuse(rows * from.sample_elements());
   x.f.assign(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(rows * from.sample_elements()));
   Tensor y = run_nodes(seg.first, seg.last, seg.input, std::move(x), seg.output);
   if (y.integer || y.shape.empty() || y.shape[0] != static_cast<std::int64_t>(rows) || y.elements() != rows * to.sample_elements())

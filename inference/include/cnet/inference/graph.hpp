@@ -100,6 +100,7 @@ class GraphRunner {
   std::vector<Tensor> tensors_;          // per value, while it is still read
   std::vector<std::size_t> last_use_;    // the last node reading each value
   std::vector<std::vector<float>> pool_; // buffers of values no longer read, for the next outputs
+  std::vector<float> reuse(std::size_t elements);
   NodeObserver on_node_;
   std::function<void(std::size_t)> before_node_;
 };
