@@ -162,11 +162,9 @@ int run_job_mode(const DoctorConfig& config, const GatherOptions& gather, const 
       if (me.rank == 0) pairs[ch.hostname_of(r)] = report;
     }
   }
-  std::vector<std::byte> done(1);
-  if (me.rank == 0)
-    for (std::uint32_t r = 1; r < me.size; ++r) ch.send_blocking(r, 9, done);
-  else
-    ch.recv_blocking(0, 9, done);
+  // Every rank stays until all pair tests are over: a fence, which rank 0 cannot leave before the others
+  // have reached it (a message rank 0 sent and then exited could find its receiver told "rank 0 is gone").
+  boot->allgather_text("cnet.doctor.done", "");
   if (me.rank != 0) return 0;
 
   std::vector<NodeReport> nodes;
